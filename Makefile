@@ -1,0 +1,115 @@
+# kpx: cheap BPF kprobes on Linux 6.12 x86_64. See README.md.
+#
+#   make run     install deps, build everything, boot the VM, show the demo
+#   make check   the same, then run the whole test suite in the VM
+SHELL := /bin/bash
+ROOT := $(CURDIR)
+BUILD := $(ROOT)/build
+KSRC := $(BUILD)/linux
+KOBJ := $(BUILD)/kobj
+KOBJ_DEBUG := $(BUILD)/kobj-debug
+JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
+
+CLANG ?= clang-19
+LLVM_STRIP ?= llvm-strip-19
+export CCACHE_DIR ?= $(HOME)/.cache/ccache
+export CCACHE_BASEDIR := $(ROOT)
+export CCACHE_NOHASHDIR := 1
+export CCACHE_MAXSIZE ?= 8G
+# LOCALVERSION= keeps setlocalversion from appending "+" for the git tree.
+KMAKE = $(MAKE) -C $(KSRC) ARCH=x86_64 CC="ccache gcc" HOSTCC="ccache gcc" LOCALVERSION= -j$(JOBS)
+
+LIBBPF_DIR := $(BUILD)/libbpf
+LIBBPF_A := $(LIBBPF_DIR)/lib/libbpf.a
+BPFTOOL := $(BUILD)/bpftool
+VMLINUX_H := $(BUILD)/vmlinux.h
+
+.PHONY: all deps kernel kernel-src kernel-debug kernel-export kernel-config \
+	tools libbpf bpftool loader modules run check check-debug clean distclean
+
+all: kernel tools loader modules $(BUILD)/sites.env
+
+# --- dependencies -----------------------------------------------------------
+deps:
+	@scripts/deps
+
+# --- kernel -----------------------------------------------------------------
+kernel-src: deps
+	@scripts/kernel-src
+
+kernel-config: kernel-src
+	@scripts/kernel-config $(KSRC) $(KOBJ) kernel/configs/vm.config
+
+kernel: kernel-config
+	@echo "kernel: building in $(KOBJ)"
+	@$(KMAKE) O=$(KOBJ) all > $(BUILD)/kbuild.log 2>&1 || \
+		{ tail -40 $(BUILD)/kbuild.log; echo "kernel: build failed, see build/kbuild.log"; exit 1; }
+	@scripts/update-file $(KOBJ)/arch/x86/boot/bzImage $(BUILD)/bzImage
+	@scripts/update-file $(KOBJ)/vmlinux $(BUILD)/vmlinux
+	@echo "kernel: $(BUILD)/bzImage ($$(cat $(KOBJ)/include/config/kernel.release))"
+
+kernel-debug: kernel-src
+	@scripts/kernel-config $(KSRC) $(KOBJ_DEBUG) kernel/configs/vm.config kernel/configs/debug.config
+	@echo "kernel-debug: building in $(KOBJ_DEBUG)"
+	@$(KMAKE) O=$(KOBJ_DEBUG) all > $(BUILD)/kbuild-debug.log 2>&1 || \
+		{ tail -40 $(BUILD)/kbuild-debug.log; echo "kernel-debug: build failed, see build/kbuild-debug.log"; exit 1; }
+	@scripts/update-file $(KOBJ_DEBUG)/arch/x86/boot/bzImage $(BUILD)/bzImage-debug
+	@scripts/update-file $(KOBJ_DEBUG)/vmlinux $(BUILD)/vmlinux-debug
+
+kernel-export:
+	@scripts/kernel-export
+
+# --- libbpf, bpftool, vmlinux.h from the patched tree -------------------------
+tools: libbpf bpftool $(VMLINUX_H)
+
+libbpf: kernel-src
+	@mkdir -p $(LIBBPF_DIR)/obj
+	@$(MAKE) -s -C $(KSRC)/tools/lib/bpf BUILD_STATIC_ONLY=1 CC="ccache gcc" \
+		OUTPUT=$(LIBBPF_DIR)/obj/ DESTDIR=$(LIBBPF_DIR) prefix= \
+		libdir_relative=lib install_headers install_lib >/dev/null
+
+bpftool: kernel-src
+	@mkdir -p $(BUILD)/bpftool-obj
+	@$(MAKE) -s -C $(KSRC)/tools/bpf/bpftool OUTPUT=$(BUILD)/bpftool-obj/ \
+		CLANG=$(CLANG) LLVM_STRIP=$(LLVM_STRIP) CC="ccache gcc" \
+		> $(BUILD)/bpftool-build.log 2>&1 || \
+		{ tail -30 $(BUILD)/bpftool-build.log; exit 1; }
+	@scripts/update-file $(BUILD)/bpftool-obj/bpftool $(BPFTOOL)
+
+$(VMLINUX_H): $(BUILD)/vmlinux | bpftool
+	@$(BPFTOOL) btf dump file $< format c > $@.tmp
+	@scripts/update-file $@.tmp $@ && rm -f $@.tmp
+
+$(BUILD)/vmlinux: kernel
+
+$(BUILD)/sites.env: $(BUILD)/vmlinux scripts/gen-sites scripts/mid-offset scripts/insn-offsets
+	@scripts/gen-sites $< > $@.tmp
+	@scripts/update-file $@.tmp $@ && rm -f $@.tmp
+
+# --- BPF programs, loader, test modules --------------------------------------
+loader: tools
+	@$(MAKE) -s -C loader BUILD=$(BUILD) CLANG=$(CLANG) LLVM_STRIP=$(LLVM_STRIP)
+
+# Test modules are built from a copy under build/ so that the checkout stays
+# clean (6.12's kbuild writes external module objects beside the sources).
+modules: kernel
+	@mkdir -p $(BUILD)/modules
+	@rsync -a --checksum selftests/modules/ $(BUILD)/modules/
+	@$(MAKE) -C $(KSRC) O=$(KOBJ) M=$(BUILD)/modules CC="ccache gcc" modules \
+		> $(BUILD)/modules.log 2>&1 || { cat $(BUILD)/modules.log; exit 1; }
+
+# --- the two commands of the README -------------------------------------------
+run: all
+	@scripts/vm-run --smp 2 -- scripts/demo
+
+check: all
+	@selftests/run
+
+check-debug: kernel-debug all
+	@KPX_FLAVOUR=debug selftests/run
+
+clean:
+	rm -rf $(BUILD)/kobj $(BUILD)/kobj-debug $(BUILD)/loader $(BUILD)/modules \
+		$(BUILD)/libbpf $(BUILD)/bpftool-obj $(BUILD)/vm
+distclean:
+	rm -rf $(BUILD)
