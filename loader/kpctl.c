@@ -147,6 +147,8 @@ static void probe_mechanism(struct probe *p)
 			snprintf(p->mechanism, sizeof(p->mechanism), "disabled");
 		else if (strstr(flags, "[FTRACE]"))
 			snprintf(p->mechanism, sizeof(p->mechanism), "ftrace");
+		else if (strstr(flags, "[CALLOPT]"))
+			snprintf(p->mechanism, sizeof(p->mechanism), "callopt");
 		else if (strstr(flags, "[OPTIMIZED]"))
 			snprintf(p->mechanism, sizeof(p->mechanism), "optimized");
 		else
@@ -285,6 +287,9 @@ static void usage_attach(FILE *f)
 "                      process's hits (exact counts for probes in do_getpgid)\n"
 "  -d, --duration S    print hits once a second for S seconds (0: until Ctrl-C)\n"
 "  -w, --wait-opt S    wait up to S seconds for int3 probes to be optimized\n"
+"\n"
+"MECHANISM is ftrace (function entry), callopt (call-optimized), optimized\n"
+"(jump-optimized), int3, disabled or gone, as the kernel's kprobes list says.\n"
 "  -h, --help          this help\n"
 "\n"
 "Examples:\n"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The kernel series is what build/linux carries, and every patch is clean
+# under checkpatch --strict and carries a Signed-off-by.
+. "$(dirname "$0")/../lib.sh"
+cd "$KPX_ROOT" || exit 1
+n=0
+while read -r p; do
+	[ -n "$p" ] || continue
+	n=$((n + 1))
+	f=kernel/patches/$p
+	[ -f "$f" ] || fail "series names $p, which is missing"
+	res=$("$BUILD/linux/scripts/checkpatch.pl" --strict -q "$f" 2>&1) ||
+		fail "checkpatch --strict on $p: $res"
+	grep -q '^Signed-off-by: ' "$f" || fail "$p has no Signed-off-by"
+done < kernel/patches/series
+note "$n patch(es) clean"
+# Every patch in the folder is in the series.
+for f in kernel/patches/*.patch; do
+	[ -e "$f" ] || continue
+	grep -qxF "$(basename "$f")" kernel/patches/series || fail "$f is not in the series"
+done

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Upstream's kprobes KUnit suite (CONFIG_KPROBES_SANITY_TEST) passes on our
+# kernel, with call optimization on (as it is by default).
+. "$(dirname "$0")/../lib.sh"
+ko=$BUILD/kobj/lib/test_kprobes.ko
+[ -f "$ko" ] || fail "$ko missing (CONFIG_KPROBES_SANITY_TEST=m)"
+dmesg -C
+insmod "$ko" || fail "insmod test_kprobes.ko failed"
+log=$(dmesg)
+rmmod test_kprobes
+note "$(grep -E 'kprobes_test|ok ' <<< "$log")"
+summary=$(grep -oE '# kprobes_test: pass:[0-9]+ fail:[0-9]+ skip:[0-9]+ total:[0-9]+' <<< "$log")
+[ -n "$summary" ] || fail "no KUnit summary in dmesg"
+assert_match "$summary" 'fail:0 ' "KUnit failures"
+assert_match "$summary" 'pass:[1-9]' "KUnit passes"
+grep -qE '^ *ok [0-9]+ kprobes_test' <<< "$log" || grep -qE 'ok [0-9]+ kprobes_test' <<< "$log" ||
+	fail "kprobes_test not ok"
