@@ -9,7 +9,9 @@ while read -r p; do
 	n=$((n + 1))
 	f=kernel/patches/$p
 	[ -f "$f" ] || fail "series names $p, which is missing"
-	res=$("$BUILD/linux/scripts/checkpatch.pl" --strict -q "$f" 2>&1) ||
+	# From inside the kernel tree: run from another git checkout,
+	# checkpatch reviews a tracked .patch file as a source file.
+	res=$(cd "$BUILD/linux" && scripts/checkpatch.pl --strict -q "$KPX_ROOT/$f" 2>&1) ||
 		fail "checkpatch --strict on $p: $res"
 	grep -q '^Signed-off-by: ' "$f" || fail "$p has no Signed-off-by"
 done < kernel/patches/series
