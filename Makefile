@@ -25,9 +25,9 @@ BPFTOOL := $(BUILD)/bpftool
 VMLINUX_H := $(BUILD)/vmlinux.h
 
 .PHONY: all deps kernel kernel-src kernel-debug kernel-export kernel-config \
-	tools libbpf bpftool loader modules run check check-debug clean distclean
+	tools libbpf bpftool loader stress modules modules-debug run check check-debug soak clean distclean
 
-all: kernel tools loader modules $(BUILD)/sites.env
+all: kernel tools loader stress modules $(BUILD)/sites.env
 
 # --- dependencies -----------------------------------------------------------
 deps:
@@ -86,17 +86,38 @@ $(BUILD)/sites.env: $(BUILD)/vmlinux scripts/gen-sites scripts/mid-offset script
 	@scripts/gen-sites $< > $@.tmp
 	@scripts/update-file $@.tmp $@ && rm -f $@.tmp
 
+$(BUILD)/vmlinux-debug: kernel-debug
+
+$(BUILD)/sites-debug.env: $(BUILD)/vmlinux-debug scripts/gen-sites scripts/mid-offset scripts/insn-offsets
+	@scripts/gen-sites $< > $@.tmp
+	@scripts/update-file $@.tmp $@ && rm -f $@.tmp
+
 # --- BPF programs, loader, test modules --------------------------------------
 loader: tools
 	@$(MAKE) -s -C loader BUILD=$(BUILD) CLANG=$(CLANG) LLVM_STRIP=$(LLVM_STRIP)
 
+stress: tools
+	@$(MAKE) -s -C selftests/stress BUILD=$(BUILD) CLANG=$(CLANG) LLVM_STRIP=$(LLVM_STRIP)
+
 # Test modules are built from a copy under build/ so that the checkout stays
-# clean (6.12's kbuild writes external module objects beside the sources).
+# clean (6.12's kbuild writes external module objects beside the sources),
+# one copy per kernel flavour.
+define build_modules # $(1): kernel object tree, $(2): module folder
+	@mkdir -p $(2)
+	@rsync -a --checksum selftests/modules/ $(2)/
+	@# Module BTF is split against vmlinux's: relink when vmlinux changed.
+	@find $(2) -name '*.ko' ! -newer $(1)/vmlinux -delete
+	@$(MAKE) -C $(KSRC) O=$(1) M=$(2) CC="ccache gcc" modules \
+		> $(2).log 2>&1 || { cat $(2).log; exit 1; }
+	@scripts/gen-module-sites $(2)/kpx_targets.ko > $(2)/sites.env.tmp
+	@scripts/update-file $(2)/sites.env.tmp $(2)/sites.env
+endef
+
 modules: kernel
-	@mkdir -p $(BUILD)/modules
-	@rsync -a --checksum selftests/modules/ $(BUILD)/modules/
-	@$(MAKE) -C $(KSRC) O=$(KOBJ) M=$(BUILD)/modules CC="ccache gcc" modules \
-		> $(BUILD)/modules.log 2>&1 || { cat $(BUILD)/modules.log; exit 1; }
+	$(call build_modules,$(KOBJ),$(BUILD)/modules)
+
+modules-debug: kernel-debug
+	$(call build_modules,$(KOBJ_DEBUG),$(BUILD)/modules-debug)
 
 # --- the two commands of the README -------------------------------------------
 run: all
@@ -105,8 +126,13 @@ run: all
 check: all
 	@selftests/run
 
-check-debug: kernel-debug all
+check-debug: all kernel-debug modules-debug $(BUILD)/sites-debug.env
 	@KPX_FLAVOUR=debug selftests/run
+
+# The stress test alone, longer (SOAK_MINUTES, default 30), with a summary.
+soak: all
+	@scripts/vm-run --smp 4 --mem 2048 --timeout $$(( $${SOAK_MINUTES:-30} * 60 + 600 )) -- \
+		selftests/soak $${SOAK_MINUTES:-30}
 
 clean:
 	rm -rf $(BUILD)/kobj $(BUILD)/kobj-debug $(BUILD)/loader $(BUILD)/modules \

@@ -4,6 +4,14 @@
 set -uo pipefail
 KPX_ROOT=${KPX_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 BUILD=$KPX_ROOT/build
+# Artifacts of the kernel flavour that runs (in the guest): normal or debug.
+case "$(uname -r)" in
+*-kpx-debug) SFX=-debug ;;
+*) SFX= ;;
+esac
+KOBJ=$BUILD/kobj$SFX
+SITES=$BUILD/sites$SFX.env
+MODDIR=$BUILD/modules$SFX
 KPCTL=$BUILD/kpctl
 BPFTOOL=$BUILD/bpftool
 KPROBES_LIST=/sys/kernel/debug/kprobes/list

@@ -11,7 +11,7 @@ while read -r p; do
 	[ -f "$f" ] || fail "series names $p, which is missing"
 	# From inside the kernel tree: run from another git checkout,
 	# checkpatch reviews a tracked .patch file as a source file.
-	res=$(cd "$BUILD/linux" && scripts/checkpatch.pl --strict -q "$KPX_ROOT/$f" 2>&1) ||
+	res=$(cd "$BUILD/linux" && PATH=/usr/bin:$PATH scripts/checkpatch.pl --strict -q "$KPX_ROOT/$f" 2>&1) ||
 		fail "checkpatch --strict on $p: $res"
 	grep -q '^Signed-off-by: ' "$f" || fail "$p has no Signed-off-by"
 done < kernel/patches/series

@@ -12,11 +12,11 @@ assert_rc 0 "$VMRUN" --timeout 120 -- sh -c 'echo hello > "$KPX_OUT/f"; ! touch 
 assert_eq "$(cat "$KPX_ROOT/build/vm/last/f")" hello "file written by the guest"
 
 # A WARNING in the kernel log fails the run, and the offending lines are shown.
-assert_rc 126 "$VMRUN" --timeout 120 -- insmod "$BUILD/modules/kpx_warn.ko"
+assert_rc 126 "$VMRUN" --timeout 120 -- insmod "$MODDIR/kpx_warn.ko"
 assert_match "$out" "KERNEL SPLAT" "splat report"
 assert_match "$out" "WARNING:.*kpx_warn" "the WARNING line"
 # The same splat with --allow-splat: the command's own status.
-assert_rc 0 "$VMRUN" --allow-splat --timeout 120 -- insmod "$BUILD/modules/kpx_warn.ko"
+assert_rc 0 "$VMRUN" --allow-splat --timeout 120 -- insmod "$MODDIR/kpx_warn.ko"
 
 # A command that never ends.
 assert_rc 124 "$VMRUN" --timeout 25 -- sleep 600

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bad input gets a clear error, a non-zero exit, and leaves no probe behind.
 . "$(dirname "$0")/../lib.sh"
-. "$BUILD/sites.env"
+. "$SITES"
 
 assert_rc 1 "$KPCTL" attach kpx_no_such_function_xyz
 assert_match "$out" "no such function" "unknown symbol message"

@@ -3,7 +3,7 @@
 # bytes is call-optimized as soon as it is armed, counts every hit exactly,
 # shares its site with other probes, and falls back as the knobs say.
 . "$(dirname "$0")/../lib.sh"
-. "$BUILD/sites.env"
+. "$SITES"
 SITE="$GETPGID_FUNC+$GETPGID_SINGLE"
 CALLOPT=/proc/sys/debug/kprobes-callopt
 OPTIMIZE=/proc/sys/debug/kprobes-optimization

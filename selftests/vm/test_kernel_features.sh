@@ -6,7 +6,7 @@ assert_match "$(uname -v)" 'PREEMPT' "preemption model"
 assert_eq "$(cat /sys/kernel/debug/kprobes/enabled)" 1 "kprobes enabled"
 assert_eq "$(cat /proc/sys/debug/kprobes-optimization)" 1 "kprobes optimization"
 [ -s /sys/kernel/btf/vmlinux ] || fail "no kernel BTF"
-. "$BUILD/sites.env"
+. "$SITES"
 grep -q " $GETPGID_FUNC$" /proc/kallsyms || fail "$GETPGID_FUNC not in kallsyms"
 [ -r /sys/bus/event_source/devices/kprobe/type ] || fail "no kprobe PMU"
 "$BPFTOOL" btf dump file /sys/kernel/btf/vmlinux format raw > /tmp/btf.txt ||

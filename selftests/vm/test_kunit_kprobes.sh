@@ -2,7 +2,7 @@
 # Upstream's kprobes KUnit suite (CONFIG_KPROBES_SANITY_TEST) passes on our
 # kernel, with call optimization on (as it is by default).
 . "$(dirname "$0")/../lib.sh"
-ko=$BUILD/kobj/lib/test_kprobes.ko
+ko=$KOBJ/lib/test_kprobes.ko
 [ -f "$ko" ] || fail "$ko missing (CONFIG_KPROBES_SANITY_TEST=m)"
 dmesg -C
 insmod "$ko" || fail "insmod test_kprobes.ko failed"

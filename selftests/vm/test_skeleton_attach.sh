@@ -3,7 +3,7 @@
 # count exactly the getpgid() calls that trigger them; the entry probe is on
 # ftrace, the mid-function one is optimized or int3.
 . "$(dirname "$0")/../lib.sh"
-. "$BUILD/sites.env"
+. "$SITES"
 N=1000
 json=$("$KPCTL" -j attach --trigger $N --wait-opt 10 "$GETPGID_FUNC" "$GETPGID_FUNC+$GETPGID_MID") ||
 	fail "kpctl attach failed: $json"
