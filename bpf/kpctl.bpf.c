@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * kpctl's probe program: one program, attached once per probe site with the
- * probe's slot as BPF cookie, counting hits per slot.
+ * kpctl's BPF programs:
+ * - kpctl_kprobe/kpctl_kretprobe: one program, attached once per probe site
+ *   with the probe's slot as BPF cookie, counting hits per slot;
+ * - kpctl_regs: copies the pt_regs its kprobe handler gets into a map;
+ * - kpctl_read_text: reads kernel text for 'explain' (BPF_PROG_RUN).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -12,6 +15,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Count only this process's hits when non-zero (set by the loader). */
 const volatile __u32 target_tgid;
+/* Hits of this thread are counted again in ctrl_hits (stress). */
+const volatile __u32 ctrl_tid;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -20,16 +25,29 @@ struct {
 	__type(value, struct kpctl_count);
 } counts SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kpctl_regs);
+} regs_out SEC(".maps");
+
+char text_buf[KPCTL_TEXT_MAX];
+
 static __always_inline int count_hit(void *ctx)
 {
 	__u32 slot = (__u32)bpf_get_attach_cookie(ctx);
+	__u64 id = bpf_get_current_pid_tgid();
 	struct kpctl_count *c;
 
-	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+	if (target_tgid && (id >> 32) != target_tgid)
 		return 0;
 	c = bpf_map_lookup_elem(&counts, &slot);
-	if (c)
-		c->hits++;
+	if (!c)
+		return 0;
+	c->hits++;
+	if (ctrl_tid && (__u32)id == ctrl_tid)
+		c->ctrl_hits++;
 	return 0;
 }
 
@@ -43,4 +61,31 @@ SEC("kretprobe")
 int BPF_KRETPROBE(kpctl_kretprobe)
 {
 	return count_hit(ctx);
+}
+
+SEC("kprobe")
+int kpctl_regs(struct pt_regs *ctx)
+{
+	__u32 key = 0;
+	struct kpctl_regs *r;
+
+	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+		return 0;
+	r = bpf_map_lookup_elem(&regs_out, &key);
+	if (!r)
+		return 0;
+	bpf_probe_read_kernel(r->words, sizeof(r->words), ctx);
+	__sync_fetch_and_add(&r->seq, 1);
+	return 0;
+}
+
+SEC("syscall")
+int kpctl_read_text(struct kpctl_text_args *args)
+{
+	__u32 len = args->len;
+
+	if (len > KPCTL_TEXT_MAX)
+		len = KPCTL_TEXT_MAX;
+	args->ret = bpf_probe_read_kernel(text_buf, len, (void *)args->addr);
+	return 0;
 }

@@ -7,7 +7,26 @@
 #define KPCTL_MAX_PROBES 4096
 
 struct kpctl_count {
-	__u64 hits;
+	__u64 hits;		/* hits of the target process (all when none) */
+	__u64 ctrl_hits;	/* hits of the controller thread (stress) */
+};
+
+/* kpctl_read_text: copy @len bytes of kernel text at @addr into text_buf. */
+#define KPCTL_TEXT_MAX 65536
+
+struct kpctl_text_args {
+	__u64 addr;
+	__u32 len;
+	__s32 ret;		/* bpf_probe_read_kernel()'s return value */
+};
+
+/* kpctl_regs: the pt_regs a kprobe handler saw, as 21 raw words in the
+ * order of the kernel's struct pt_regs. */
+#define KPCTL_REGS_WORDS 21
+
+struct kpctl_regs {
+	__u64 seq;		/* number of captures so far */
+	__u64 words[KPCTL_REGS_WORDS];
 };
 
 #endif /* KPCTL_H */

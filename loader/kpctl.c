@@ -4,6 +4,7 @@
  * and show which mechanism the kernel backs each one with.
  */
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -16,23 +17,11 @@
 #include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "kpctl.h"
+#include "common.h"
 #include "kpctl.skel.h"
 
-#define KPROBES_LIST "/sys/kernel/debug/kprobes/list"
-
-enum exit_code {
-	EXIT_OK = 0,
-	EXIT_FAIL = 1,	/* the kernel refused, or a check failed */
-	EXIT_USAGE = 2,	/* bad command line */
-};
-
-static struct env {
-	bool verbose;
-	bool json;
-} env;
-
-static volatile sig_atomic_t stop_requested;
+struct env env;
+volatile sig_atomic_t stop_requested;
 
 static void on_signal(int sig)
 {
@@ -41,14 +30,12 @@ static void on_signal(int sig)
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
-	if (level == LIBBPF_DEBUG && !env.verbose)
-		return 0;
 	if (!env.verbose)
 		return 0;
 	return vfprintf(stderr, fmt, args);
 }
 
-static void errx(const char *fmt, ...)
+void errx(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -59,7 +46,7 @@ static void errx(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static double now_ms(void)
+double now_ms(void)
 {
 	struct timespec ts;
 
@@ -67,21 +54,54 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* A probe as the user asked for it: FUNC, FUNC+OFF, FUNC%return, MOD:FUNC[+OFF]. */
-struct probe {
-	char spec[256];
-	char func[224];		/* what libbpf gets: "FUNC" or "MOD:FUNC" */
-	unsigned long offset;
-	bool retprobe;
-	struct bpf_link *link;
-	__u64 addr;		/* from bpf_link_info; 0 when unknown */
-	__u64 missed;
-	__u64 hits;
-	char mechanism[16];
-	char flags[64];		/* raw debugfs flags, e.g. "[FTRACE]" */
-};
+void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
 
-static int parse_spec(const char *spec, struct probe *p)
+/* An integer sysctl; -1 when it does not exist (or cannot be read). */
+int read_sysctl(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int v;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+int write_sysctl(const char *path, int val)
+{
+	FILE *f = fopen(path, "w");
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	if (fprintf(f, "%d\n", val) < 0)
+		err = -EIO;
+	if (fclose(f))
+		err = -errno;
+	return err;
+}
+
+long getpgid_self(void)
+{
+	return syscall(SYS_getpgid, 0);
+}
+
+int parse_spec(const char *spec, struct probe *p)
 {
 	char buf[256], *plus, *pct, *end;
 
@@ -118,7 +138,7 @@ static int parse_spec(const char *spec, struct probe *p)
  * The mechanism behind the kprobe at @addr, from debugfs. Every kprobe the
  * kernel registered for a perf/BPF link is listed there with its flags.
  */
-static void probe_mechanism(struct probe *p)
+void probe_mechanism(struct probe *p)
 {
 	char line[512], flags[64], type[4];
 	unsigned long long a;
@@ -158,7 +178,7 @@ static void probe_mechanism(struct probe *p)
 	fclose(f);
 }
 
-static void probe_link_info(struct probe *p)
+void probe_link_info(struct probe *p)
 {
 	struct bpf_link_info info = {};
 	__u32 len = sizeof(info);
@@ -174,7 +194,7 @@ static void probe_link_info(struct probe *p)
 	p->missed = info.perf_event.kprobe.missed;
 }
 
-static const char *attach_error(int err)
+const char *attach_error(int err)
 {
 	switch (err) {
 	case -EPERM:
@@ -183,25 +203,46 @@ static const char *attach_error(int err)
 	case -ENOENT:
 		return "no such function in the kernel (or its module is not loaded)";
 	case -EILSEQ:
-		return "offset is not on an instruction boundary";
+		return "offset is not on an instruction boundary (or the instruction "
+		       "there cannot be probed)";
 	case -EINVAL:
-		return "the kernel refused this site (blacklisted, notrace, offset past the "
-		       "function's end, or not probeable)";
+		return "the kernel refused this site (blacklisted, notrace, reserved, "
+		       "offset past the function's end, or not probeable)";
 	case -EBUSY:
 		return "the site is busy (another probe type owns it)";
+	case -EADDRNOTAVAIL:
+		return "the name matches several symbols; the kernel refuses ambiguous names";
+	case -EOPNOTSUPP:
+		return "the instruction there cannot be emulated by kprobes";
 	default:
 		return strerror(-err);
 	}
 }
 
-static int attach_probe(struct kpctl_bpf *skel, struct probe *p, int slot)
+/*
+ * A FUNC+OFF past the function's end is resolved by the kernel into
+ * whatever symbol lies there: refuse it here, with the reason.
+ */
+int check_spec_in_bounds(const struct probe *p)
+{
+	struct ksym sym;
+
+	if (!p->offset || strchr(p->func, ':') || ksym_lookup(p->func, &sym))
+		return 0;
+	if (!sym.size || p->offset < sym.size)
+		return 0;
+	errx("cannot attach '%s': offset 0x%lx is past the end of %s (0x%llx bytes; "
+	     "the address is %s+0x%llx)", p->spec, p->offset, p->func, sym.size,
+	     sym.next, (unsigned long long)p->offset - sym.size);
+	return -ERANGE;
+}
+
+int attach_probe(struct bpf_program *prog, struct probe *p, int slot)
 {
 	LIBBPF_OPTS(bpf_kprobe_opts, opts,
 		.offset = p->offset,
 		.retprobe = p->retprobe,
 		.bpf_cookie = slot);
-	struct bpf_program *prog = p->retprobe ? skel->progs.kpctl_kretprobe
-					       : skel->progs.kpctl_kprobe;
 
 	p->link = bpf_program__attach_kprobe_opts(prog, p->func, &opts);
 	if (!p->link)
@@ -210,7 +251,28 @@ static int attach_probe(struct kpctl_bpf *skel, struct probe *p, int slot)
 	return 0;
 }
 
-static bool probes_settled(struct probe *probes, int n)
+void detach_probe(struct probe *p)
+{
+	bpf_link__destroy(p->link);
+	p->link = NULL;
+}
+
+/* Waits up to @secs for the mechanism @want (NULL: anything but int3). */
+int wait_mechanism(struct probe *p, const char *want, double secs)
+{
+	double t0 = now_ms();
+
+	for (;;) {
+		probe_mechanism(p);
+		if (want ? !strcmp(p->mechanism, want) : !!strcmp(p->mechanism, "int3"))
+			return 0;
+		if (now_ms() - t0 >= secs * 1e3 || stop_requested)
+			return -ETIMEDOUT;
+		usleep(20000);
+	}
+}
+
+bool probes_settled(struct probe *probes, int n)
 {
 	for (int i = 0; i < n; i++) {
 		probe_mechanism(&probes[i]);
@@ -220,7 +282,7 @@ static bool probes_settled(struct probe *probes, int n)
 	return true;
 }
 
-static void read_counts(struct kpctl_bpf *skel, struct probe *probes, int n)
+void read_counts(struct kpctl_bpf *skel, struct probe *probes, int n)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	struct kpctl_count vals[ncpu > 0 ? ncpu : 1];
@@ -228,21 +290,73 @@ static void read_counts(struct kpctl_bpf *skel, struct probe *probes, int n)
 	for (int i = 0; i < n; i++) {
 		__u32 key = i;
 
-		probes[i].hits = 0;
+		probes[i].hits = probes[i].ctrl_hits = 0;
 		if (bpf_map__lookup_elem(skel->maps.counts, &key, sizeof(key), vals,
 					 sizeof(vals), 0))
 			continue;
-		for (int c = 0; c < ncpu; c++)
+		for (int c = 0; c < ncpu; c++) {
 			probes[i].hits += vals[c].hits;
-		probe_link_info(&probes[i]);
+			probes[i].ctrl_hits += vals[c].ctrl_hits;
+		}
+		if (probes[i].link)
+			probe_link_info(&probes[i]);
 	}
 }
 
-static void print_probes(struct probe *probes, int n, bool with_hits)
+void reset_counts(struct kpctl_bpf *skel, int n)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct kpctl_count vals[ncpu > 0 ? ncpu : 1];
+
+	memset(vals, 0, sizeof(vals));
+	for (int i = 0; i < n; i++) {
+		__u32 key = i;
+
+		bpf_map__update_elem(skel->maps.counts, &key, sizeof(key), vals,
+				     sizeof(vals), 0);
+	}
+}
+
+struct kpctl_bpf *open_skel(void)
+{
+	struct kpctl_bpf *skel = kpctl_bpf__open();
+
+	if (!skel)
+		errx("cannot open the BPF object: %s", strerror(errno));
+	return skel;
+}
+
+/* Loads only the programs named (NULL-terminated), with a clear error. */
+int load_skel(struct kpctl_bpf *skel, ...)
+{
+	struct bpf_program *prog;
+	const char *name;
+	va_list ap;
+	int err;
+
+	bpf_object__for_each_program(prog, skel->obj) {
+		bool keep = false;
+
+		va_start(ap, skel);
+		while ((name = va_arg(ap, const char *)))
+			keep |= !strcmp(name, bpf_program__name(prog));
+		va_end(ap);
+		bpf_program__set_autoload(prog, keep);
+	}
+	err = kpctl_bpf__load(skel);
+	if (err)
+		errx("cannot load the BPF program: %s%s", strerror(-err),
+		     err == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
+	return err;
+}
+
+static void print_probes(struct probe *probes, int n, bool with_hits, bool with_cost)
 {
 	printf("%-28s %-18s %-10s %-5s", "PROBE", "ADDRESS", "MECHANISM", "REGS");
 	if (with_hits)
 		printf(" %10s %7s", "HITS", "MISSED");
+	if (with_cost)
+		printf(" %8s", "NS/HIT~");
 	printf("  %s\n", "DEBUGFS");
 	for (int i = 0; i < n; i++) {
 		printf("%-28s 0x%016llx %-10s %-5s", probes[i].spec,
@@ -250,26 +364,100 @@ static void print_probes(struct probe *probes, int n, bool with_hits)
 		if (with_hits)
 			printf(" %10llu %7llu", (unsigned long long)probes[i].hits,
 			       (unsigned long long)probes[i].missed);
+		if (with_cost && isnan(probes[i].cost_ns))
+			printf(" %8s", "n/a");
+		else if (with_cost)
+			printf(" %8.0f", probes[i].cost_ns);
 		printf("  %s\n", probes[i].flags);
 	}
 }
 
-static void print_json(struct probe *probes, int n, long triggers, double attach_ms,
-		       double detach_ms)
+struct attach_result {
+	long triggers;
+	double attach_ms;
+	double detach_ms;
+	long cost_calls;
+	double base_ns;		/* ns per getpgid() call without probes */
+};
+
+static void print_json(struct probe *probes, int n, const struct attach_result *r)
 {
-	printf("{\"attach_ms\":%.3f,\"detach_ms\":%.3f,\"triggers\":%ld,\"probes\":[",
-	       attach_ms, detach_ms, triggers);
+	printf("{\"attach_ms\":%.3f,\"detach_ms\":%.3f,\"triggers\":%ld",
+	       r->attach_ms, r->detach_ms, r->triggers);
+	if (r->cost_calls)
+		printf(",\"cost\":{\"calls\":%ld,\"baseline_ns_per_call\":%.1f,"
+		       "\"estimate\":true}", r->cost_calls, r->base_ns);
+	printf(",\"probes\":[");
 	for (int i = 0; i < n; i++) {
 		struct probe *p = &probes[i];
 
-		printf("%s{\"spec\":\"%s\",\"func\":\"%s\",\"offset\":%lu,\"retprobe\":%s,"
-		       "\"addr\":\"0x%llx\",\"mechanism\":\"%s\",\"regs\":\"full\","
-		       "\"hits\":%llu,\"missed\":%llu}",
-		       i ? "," : "", p->spec, p->func, p->offset, p->retprobe ? "true" : "false",
+		printf("%s{\"spec\":", i ? "," : "");
+		json_string(stdout, p->spec);
+		printf(",\"func\":");
+		json_string(stdout, p->func);
+		printf(",\"offset\":%lu,\"retprobe\":%s,\"addr\":\"0x%llx\","
+		       "\"mechanism\":\"%s\",\"regs\":\"full\",\"hits\":%llu,\"missed\":%llu",
+		       p->offset, p->retprobe ? "true" : "false",
 		       (unsigned long long)p->addr, p->mechanism,
 		       (unsigned long long)p->hits, (unsigned long long)p->missed);
+		if (r->cost_calls && isnan(p->cost_ns))
+			printf(",\"cost_ns_per_hit\":null");
+		else if (r->cost_calls)
+			printf(",\"cost_ns_per_hit\":%.1f", p->cost_ns);
+		printf("}");
 	}
 	printf("]}\n");
+}
+
+/*
+ * The cheapest of a few rounds of @calls getpgid() calls, in ns per call:
+ * the minimum filters out interrupts and preemption. The counters of the
+ * @n probes are read around the cheapest round, so that @hits gets that
+ * round's hits per probe.
+ */
+static double time_getpgid(struct kpctl_bpf *skel, struct probe *probes, int n,
+			   long calls, __u64 *hits)
+{
+	double best = INFINITY;
+
+	for (int round = 0; round < 5 && !stop_requested; round++) {
+		__u64 before[n > 0 ? n : 1];
+		double t0, t;
+
+		read_counts(skel, probes, n);
+		for (int i = 0; i < n; i++)
+			before[i] = probes[i].hits;
+		t0 = now_ms();
+		for (long c = 0; c < calls; c++)
+			getpgid_self();
+		t = (now_ms() - t0) * 1e6 / calls;
+		read_counts(skel, probes, n);
+		if (t >= best)
+			continue;
+		best = t;
+		for (int i = 0; i < n; i++)
+			hits[i] = probes[i].hits - before[i];
+	}
+	return best;
+}
+
+/*
+ * After probe @i was attached (and had the chance to be optimized): the
+ * extra time per getpgid() call over the measurement before it, divided by
+ * the hits of probe @i per call. An estimate: probes are assumed to add
+ * their costs, and only probes that getpgid() reaches get a number.
+ */
+static double probe_cost(struct kpctl_bpf *skel, struct probe *probes, int i,
+			 long calls, double *prev_ns)
+{
+	__u64 hits[i + 1];
+	double t = time_getpgid(skel, probes, i + 1, calls, hits);
+	double cost = NAN;
+
+	if (hits[i])
+		cost = (t - *prev_ns) * calls / hits[i];
+	*prev_ns = t;
+	return cost;
 }
 
 static void usage_attach(FILE *f)
@@ -279,7 +467,8 @@ static void usage_attach(FILE *f)
 "\n"
 "Attach the counting BPF program at each SPEC with bpf_program__attach_kprobe_opts,\n"
 "print the address and mechanism of each probe, optionally trigger or watch,\n"
-"then detach and print how long that took.\n"
+"then detach and print how long that took. Ctrl-C at any point (also while\n"
+"attaching many probes) detaches everything that was attached.\n"
 "\n"
 "SPEC:  FUNC | FUNC+OFF | FUNC%%return | MODULE:FUNC[+OFF]\n"
 "\n"
@@ -287,6 +476,12 @@ static void usage_attach(FILE *f)
 "                      process's hits (exact counts for probes in do_getpgid)\n"
 "  -d, --duration S    print hits once a second for S seconds (0: until Ctrl-C)\n"
 "  -w, --wait-opt S    wait up to S seconds for int3 probes to be optimized\n"
+"  -c, --cost N        estimate each probe's cost per hit: time N getpgid(2)\n"
+"                      calls (best of 5 rounds) before attaching and again after\n"
+"                      attaching each probe (and waiting --wait-opt for it); the\n"
+"                      extra time per call divided by that probe's hits per call.\n"
+"                      An estimate (counting program included; n/a for probes\n"
+"                      getpgid does not reach); counts only this process's hits\n"
 "\n"
 "MECHANISM is ftrace (function entry), callopt (call-optimized), optimized\n"
 "(jump-optimized), int3, disabled or gone, as the kernel's kprobes list says.\n"
@@ -294,48 +489,53 @@ static void usage_attach(FILE *f)
 "\n"
 "Examples:\n"
 "  kpctl attach do_getpgid do_getpgid+0x9 --trigger 1000\n"
+"  kpctl attach --wait-opt 2 --cost 20000 __x64_sys_getpgid+0x18\n"
 "  kpctl -j attach vfs_read%%return --duration 5\n");
 }
 
-static int cmd_attach(int argc, char **argv)
+struct attach_opts {
+	long triggers;
+	long duration;
+	double wait_opt;
+	long cost_calls;
+};
+
+static int parse_attach_opts(int argc, char **argv, struct attach_opts *o)
 {
 	static const struct option opts[] = {
 		{ "trigger", required_argument, NULL, 't' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "wait-opt", required_argument, NULL, 'w' },
+		{ "cost", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	long triggers = 0, duration = -1;
-	double wait_opt = 0, t0, attach_ms = 0, detach_ms = 0;
-	struct kpctl_bpf *skel = NULL;
-	struct probe *probes = NULL;
-	int n = 0, c, err, ret = EXIT_FAIL;
 	char *end;
+	int c;
 
+	o->duration = -1;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+t:d:w:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+t:d:w:c:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			triggers = strtol(optarg, &end, 0);
-			if (*end || triggers < 0) {
-				errx("bad --trigger '%s'", optarg);
-				return EXIT_USAGE;
-			}
+			o->triggers = strtol(optarg, &end, 0);
+			if (*end || o->triggers < 0)
+				goto bad;
 			break;
 		case 'd':
-			duration = strtol(optarg, &end, 0);
-			if (*end || duration < 0) {
-				errx("bad --duration '%s'", optarg);
-				return EXIT_USAGE;
-			}
+			o->duration = strtol(optarg, &end, 0);
+			if (*end || o->duration < 0)
+				goto bad;
 			break;
 		case 'w':
-			wait_opt = strtod(optarg, &end);
-			if (*end || wait_opt < 0) {
-				errx("bad --wait-opt '%s'", optarg);
-				return EXIT_USAGE;
-			}
+			o->wait_opt = strtod(optarg, &end);
+			if (*end || !(o->wait_opt >= 0))
+				goto bad;
+			break;
+		case 'c':
+			o->cost_calls = strtol(optarg, &end, 0);
+			if (*end || o->cost_calls <= 0)
+				goto bad;
 			break;
 		case 'h':
 			usage_attach(stdout);
@@ -345,6 +545,110 @@ static int cmd_attach(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	return -1;
+bad:
+	errx("bad value '%s' for -%c (see 'kpctl attach --help')", optarg, c);
+	return EXIT_USAGE;
+}
+
+static struct probe *parse_specs(int n, char **specs)
+{
+	struct probe *probes = calloc(n, sizeof(*probes));
+
+	if (!probes) {
+		errx("out of memory");
+		return NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		if (parse_spec(specs[i], &probes[i])) {
+			errx("bad probe '%s' (want FUNC, FUNC+OFF, FUNC%%return or MODULE:FUNC[+OFF])",
+			     specs[i]);
+			free(probes);
+			return NULL;
+		}
+		probes[i].cost_ns = NAN;
+	}
+	return probes;
+}
+
+/* Attaches all probes; returns how many are attached (all of them on success). */
+static int attach_all(struct kpctl_bpf *skel, struct probe *probes, int n,
+		      const struct attach_opts *o, struct attach_result *r)
+{
+	double prev_ns = r->base_ns;
+
+	for (int i = 0; i < n; i++) {
+		struct bpf_program *prog = probes[i].retprobe ? skel->progs.kpctl_kretprobe
+							      : skel->progs.kpctl_kprobe;
+		double t0;
+		int err;
+
+		if (stop_requested) {
+			errx("interrupted while attaching; detaching the %d attached probe(s)", i);
+			return i;
+		}
+		if (check_spec_in_bounds(&probes[i]))
+			return i;
+		t0 = now_ms();
+		err = attach_probe(prog, &probes[i], i);
+		r->attach_ms += now_ms() - t0;
+		if (err) {
+			errx("cannot attach '%s': %s", probes[i].spec, attach_error(err));
+			return i;
+		}
+		if (!o->cost_calls)
+			continue;
+		wait_mechanism(&probes[i], NULL, o->wait_opt);
+		probes[i].cost_ns = probe_cost(skel, probes, i, o->cost_calls, &prev_ns);
+	}
+	return n;
+}
+
+static void watch(struct kpctl_bpf *skel, struct probe *probes, int n,
+		  const struct attach_opts *o)
+{
+	double t0 = now_ms();
+
+	while (!stop_requested && (!o->duration || now_ms() - t0 < o->duration * 1e3)) {
+		sleep(1);
+		read_counts(skel, probes, n);
+		if (!env.json) {
+			printf("--- %.0f s\n", (now_ms() - t0) / 1e3);
+			print_probes(probes, n, true, false);
+			fflush(stdout);
+		}
+	}
+}
+
+static void report_attach(struct probe *probes, int n, const struct attach_result *r)
+{
+	if (env.json) {
+		print_json(probes, n, r);
+		return;
+	}
+	if (r->triggers)
+		printf("kpctl: %ld getpgid() calls\n", r->triggers);
+	print_probes(probes, n, true, r->cost_calls);
+	if (r->cost_calls)
+		printf("kpctl: NS/HIT~ is an estimate: extra ns per getpgid() call after "
+		       "attaching the probe (baseline %.0f ns/call, best of 5 x %ld calls), "
+		       "divided by its hits per call\n", r->base_ns, r->cost_calls);
+	printf("kpctl: detached %d probe(s) in %.3f ms\n", n, r->detach_ms);
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	struct attach_opts o = {};
+	struct attach_result r = {};
+	struct kpctl_bpf *skel = NULL;
+	struct probe *probes;
+	int n, attached, ret = EXIT_FAIL;
+	double t0;
+
+	ret = parse_attach_opts(argc, argv, &o);
+	if (ret >= 0)
+		return ret;
+	ret = EXIT_FAIL;
 	n = argc - optind;
 	if (n <= 0) {
 		errx("attach: no probe given");
@@ -355,92 +659,52 @@ static int cmd_attach(int argc, char **argv)
 		errx("attach: at most %d probes", KPCTL_MAX_PROBES);
 		return EXIT_USAGE;
 	}
-	probes = calloc(n, sizeof(*probes));
+	probes = parse_specs(n, argv + optind);
 	if (!probes)
-		return EXIT_FAIL;
-	for (int i = 0; i < n; i++) {
-		if (parse_spec(argv[optind + i], &probes[i])) {
-			errx("bad probe '%s' (want FUNC, FUNC+OFF, FUNC%%return or MODULE:FUNC[+OFF])",
-			     argv[optind + i]);
-			free(probes);
-			return EXIT_USAGE;
-		}
-	}
+		return EXIT_USAGE;
 
-	skel = kpctl_bpf__open();
-	if (!skel) {
-		errx("cannot open the BPF object: %s", strerror(errno));
+	skel = open_skel();
+	if (!skel)
 		goto out;
-	}
-	if (triggers)
+	if (o.triggers || o.cost_calls)
 		skel->rodata->target_tgid = getpid();
-	err = kpctl_bpf__load(skel);
-	if (err) {
-		errx("cannot load the BPF program: %s%s", strerror(-err),
-		     err == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
+	if (load_skel(skel, "kpctl_kprobe", "kpctl_kretprobe", NULL))
 		goto out;
+
+	r.triggers = o.triggers;
+	r.cost_calls = o.cost_calls;
+	if (o.cost_calls)
+		r.base_ns = time_getpgid(skel, probes, 0, o.cost_calls, NULL);
+	attached = attach_all(skel, probes, n, &o, &r);
+	if (attached < n) {
+		n = attached;
+		goto detach;
 	}
 
 	t0 = now_ms();
-	for (int i = 0; i < n; i++) {
-		if (stop_requested) {
-			errx("interrupted while attaching; detaching what was attached");
-			n = i;
-			goto detach;
-		}
-		err = attach_probe(skel, &probes[i], i);
-		if (err) {
-			errx("cannot attach '%s': %s", probes[i].spec, attach_error(err));
-			n = i;
-			goto detach;
-		}
-	}
-	attach_ms = now_ms() - t0;
-
-	t0 = now_ms();
-	while (!probes_settled(probes, n) && now_ms() - t0 < wait_opt * 1e3 && !stop_requested)
+	while (!probes_settled(probes, n) && now_ms() - t0 < o.wait_opt * 1e3 && !stop_requested)
 		usleep(20000);
+	if (o.cost_calls)
+		reset_counts(skel, n);
 
 	if (!env.json) {
-		printf("kpctl: attached %d probe(s) in %.3f ms\n", n, attach_ms);
-		print_probes(probes, n, false);
+		printf("kpctl: attached %d probe(s) in %.3f ms\n", n, r.attach_ms);
+		print_probes(probes, n, false, false);
 	}
-
-	for (long i = 0; i < triggers && !stop_requested; i++)
-		syscall(SYS_getpgid, 0);
-
-	if (duration >= 0) {
-		t0 = now_ms();
-		while (!stop_requested && (!duration || now_ms() - t0 < duration * 1e3)) {
-			sleep(1);
-			read_counts(skel, probes, n);
-			if (!env.json) {
-				printf("--- %.0f s\n", (now_ms() - t0) / 1e3);
-				print_probes(probes, n, true);
-				fflush(stdout);
-			}
-		}
-	}
+	for (long i = 0; i < o.triggers && !stop_requested; i++)
+		getpgid_self();
+	if (o.duration >= 0)
+		watch(skel, probes, n, &o);
 	read_counts(skel, probes, n);
 	ret = EXIT_OK;
 
 detach:
 	t0 = now_ms();
-	for (int i = 0; i < n; i++) {
-		bpf_link__destroy(probes[i].link);
-		probes[i].link = NULL;
-	}
-	detach_ms = now_ms() - t0;
-	if (ret == EXIT_OK) {
-		if (env.json) {
-			print_json(probes, n, triggers, attach_ms, detach_ms);
-		} else {
-			if (triggers)
-				printf("kpctl: %ld getpgid() calls\n", triggers);
-			print_probes(probes, n, true);
-			printf("kpctl: detached %d probe(s) in %.3f ms\n", n, detach_ms);
-		}
-	}
+	for (int i = 0; i < n; i++)
+		detach_probe(&probes[i]);
+	r.detach_ms = now_ms() - t0;
+	if (ret == EXIT_OK)
+		report_attach(probes, n, &r);
 out:
 	kpctl_bpf__destroy(skel);
 	free(probes);
@@ -453,14 +717,25 @@ static void usage(FILE *f)
 "Usage: kpctl [-v] [-j] COMMAND [ARGS]\n"
 "\n"
 "Commands:\n"
-"  attach SPEC...   attach counting BPF kprobes, show mechanism and hits\n"
+"  attach SPEC...   attach counting BPF kprobes, show mechanism, hits, cost\n"
+"  explain FUNC     which mechanism a probe at each offset of FUNC gets, and why\n"
+"  regs SPEC        capture the pt_regs a handler sees at SPEC (--compare: with\n"
+"                   the current mechanism and with int3, and check they agree)\n"
+"  stress           attach/detach probes in a loop while threads hit them;\n"
+"                   latency percentiles and exact hit accounting\n"
 "\n"
 "Options:\n"
-"  -j, --json       machine-readable output\n"
+"  -j, --json       machine-readable output (every command)\n"
 "  -v, --verbose    libbpf debug output\n"
 "  -h, --help       this help; 'kpctl COMMAND --help' for a command\n"
 "\n"
-"Exit status: 0 success, 1 the kernel refused or a check failed, 2 bad usage.\n");
+"Exit status: 0 success, 1 the kernel refused or a check failed, 2 bad usage.\n"
+"\n"
+"Examples:\n"
+"  kpctl attach __x64_sys_getpgid+0x18 --trigger 1000\n"
+"  kpctl explain __x64_sys_getpgid\n"
+"  kpctl regs --compare __x64_sys_getpgid+0x18\n"
+"  kpctl -j stress --iterations 100 --workers 2\n");
 }
 
 int main(int argc, char **argv)
@@ -502,6 +777,12 @@ int main(int argc, char **argv)
 	argv += optind;
 	if (!strcmp(argv[0], "attach"))
 		return cmd_attach(argc, argv);
+	if (!strcmp(argv[0], "explain"))
+		return cmd_explain(argc, argv);
+	if (!strcmp(argv[0], "regs"))
+		return cmd_regs(argc, argv);
+	if (!strcmp(argv[0], "stress"))
+		return cmd_stress(argc, argv);
 	errx("unknown command '%s' (see --help)", argv[0]);
 	return EXIT_USAGE;
 }

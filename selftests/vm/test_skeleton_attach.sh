@@ -11,7 +11,7 @@ note "$json"
 jq -e . <<< "$json" > /dev/null || fail "kpctl output is not JSON"
 assert_eq "$(jq -r '.probes | length' <<< "$json")" 2 "probe count"
 assert_eq "$(jq -r '.probes[0].mechanism' <<< "$json")" ftrace "entry mechanism"
-assert_match "$(jq -r '.probes[1].mechanism' <<< "$json")" '^(optimized|int3)$' "mid-function mechanism"
+assert_match "$(jq -r '.probes[1].mechanism' <<< "$json")" '^(callopt|optimized|int3)$' "mid-function mechanism"
 for i in 0 1; do
 	assert_eq "$(jq -r ".probes[$i].hits" <<< "$json")" $N "hits of probe $i"
 	assert_eq "$(jq -r ".probes[$i].missed" <<< "$json")" 0 "missed of probe $i"

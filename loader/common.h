@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Shared between kpctl's subcommands (loader side only). */
+#ifndef KPCTL_COMMON_H
+#define KPCTL_COMMON_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <bpf/libbpf.h>
+#include "kpctl.h"
+
+#define KPROBES_LIST		"/sys/kernel/debug/kprobes/list"
+#define KPROBES_BLACKLIST	"/sys/kernel/debug/kprobes/blacklist"
+#define KPROBES_OPTIMIZATION	"/proc/sys/debug/kprobes-optimization"
+#define KPROBES_CALLOPT		"/proc/sys/debug/kprobes-callopt"
+
+enum exit_code {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,	/* the kernel refused, or a check failed */
+	EXIT_USAGE = 2,	/* bad command line */
+};
+
+struct env {
+	bool verbose;
+	bool json;
+};
+
+extern struct env env;
+extern volatile sig_atomic_t stop_requested;
+
+struct kpctl_bpf;
+
+/* A probe as the user asked for it: FUNC, FUNC+OFF, FUNC%return, MOD:FUNC[+OFF]. */
+struct probe {
+	char spec[256];
+	char func[224];		/* what libbpf gets: "FUNC" or "MOD:FUNC" */
+	unsigned long offset;
+	bool retprobe;
+	struct bpf_link *link;
+	__u64 addr;		/* from bpf_link_info; 0 when unknown */
+	__u64 missed;
+	__u64 hits;
+	__u64 ctrl_hits;
+	char mechanism[16];
+	char flags[64];		/* raw debugfs flags, e.g. "[FTRACE]" */
+	double cost_ns;		/* estimated ns per hit; NAN when not measured */
+};
+
+void errx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+double now_ms(void);
+int parse_spec(const char *spec, struct probe *p);
+int check_spec_in_bounds(const struct probe *p);
+void probe_mechanism(struct probe *p);
+void probe_link_info(struct probe *p);
+const char *attach_error(int err);
+int attach_probe(struct bpf_program *prog, struct probe *p, int slot);
+void detach_probe(struct probe *p);
+int wait_mechanism(struct probe *p, const char *want, double secs);
+bool probes_settled(struct probe *probes, int n);
+void read_counts(struct kpctl_bpf *skel, struct probe *probes, int n);
+struct kpctl_bpf *open_skel(void);
+int load_skel(struct kpctl_bpf *skel, ...) __attribute__((sentinel));
+void reset_counts(struct kpctl_bpf *skel, int n);
+long getpgid_self(void);
+void json_string(FILE *f, const char *s);
+int read_sysctl(const char *path);
+int write_sysctl(const char *path, int val);
+bool is_root_ok(void);
+
+/* explain.c: FUNC, FUNC+MID and FUNC+SINGLE of the getpgid function */
+int default_getpgid_sites(struct kpctl_bpf *skel, char (*specs)[256], int max);
+
+int cmd_attach(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
+int cmd_regs(int argc, char **argv);
+int cmd_stress(int argc, char **argv);
+
+/* ksyms.c: the running kernel's symbols */
+struct ksym {
+	char name[128];
+	unsigned long long addr;
+	unsigned long long size;	/* to the next symbol, as kallsyms computes it */
+	char next[128];			/* the symbol that follows */
+	char type;
+	int count;			/* symbols of this name */
+};
+
+int ksym_lookup(const char *name, struct ksym *sym);
+unsigned long long ksym_addr(const char *name);
+const char *getpgid_func(void);
+
+#endif /* KPCTL_COMMON_H */

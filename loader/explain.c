@@ -1,0 +1,1031 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * kpctl explain FUNC: for each offset of FUNC, the mechanism a kprobe there
+ * gets on the running kernel, and why not a faster one. The decisions
+ * mirror register_kprobe() (kernel/kprobes.c), the x86 kprobes code
+ * (arch/x86/kernel/kprobes/core.c, opt.c) and the trace_kprobe checks that
+ * BPF kprobes go through; see docs/kpctl.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "common.h"
+#include "kimage.h"
+#include "x86_rules.h"
+#include "kpctl.skel.h"
+
+struct kstate {
+	int callopt;		/* debug.kprobes-callopt; -1: no such knob */
+	int optimization;	/* debug.kprobes-optimization */
+	bool retpoline_or_ibt;	/* no jump tables: indirect jumps are not checked */
+};
+
+struct site {
+	unsigned long off;
+	unsigned long long addr;	/* where the kernel puts the probe */
+	bool boundary;
+	struct kp_insn ki;		/* the instruction at addr */
+	const char *mech;		/* ftrace, callopt, optimized, int3, refused */
+	char reason[768];
+	char observed[16];		/* --verify */
+	char observed_err[96];
+	bool wrong_addr;		/* --verify: the probe landed elsewhere */
+};
+
+struct explain_opts {
+	const char *vmlinux;
+	bool all;
+	bool verify;
+	double wait_opt;
+	double settle;
+};
+
+static struct kpctl_bpf *text_skel;
+
+/* Reads kernel text with the kpctl_read_text program (BPF_PROG_RUN). */
+static int read_live_text(unsigned long long addr, void *buf, size_t len)
+{
+	struct kpctl_text_args args = { .addr = addr, .len = len };
+	LIBBPF_OPTS(bpf_test_run_opts, opts,
+		.ctx_in = &args,
+		.ctx_size_in = sizeof(args));	/* copied back in place */
+	int err;
+
+	if (!text_skel || len > KPCTL_TEXT_MAX)
+		return -EINVAL;
+	err = bpf_prog_test_run_opts(bpf_program__fd(text_skel->progs.kpctl_read_text), &opts);
+	if (err)
+		return err;
+	if (args.ret)
+		return args.ret;
+	memcpy(buf, text_skel->bss->text_buf, len);
+	return 0;
+}
+
+static bool has_endbr(const struct kfunc *f)
+{
+	uint32_t v;
+
+	memcpy(&v, f->text, sizeof(v));
+	if (v == 0x001f0f66)		/* sealed ENDBR (gen_endbr_poison()) */
+		return true;
+	return (v & ~0x01000000U) == 0xfa1e0ff3;
+}
+
+static bool in_entry_text(const struct kfunc *f, unsigned long long a)
+{
+	return a >= f->entry_text_start && a < f->entry_text_end;
+}
+
+/* Decodes FUNC from its start: boundary[off] is set at each instruction start. */
+static int decode_boundaries(const struct kfunc *f, bool *boundary, int *bad_off)
+{
+	size_t off = 0, avail = f->size + KFUNC_SLACK;
+	struct kp_insn ki;
+
+	while (off < f->size) {
+		if (!kp_decode(f->text + off, avail - off, &ki)) {
+			*bad_off = off;
+			return -EILSEQ;
+		}
+		boundary[off] = true;
+		off += ki.len;
+	}
+	return 0;
+}
+
+static void add(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void add(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t n = strlen(buf);
+	va_list ap;
+
+	if (n >= len - 1)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + n, len - n, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * ftrace_text_reserved(), alternatives_text_reserved(),
+ * jump_label_text_reserved() and static_call_text_reserved() over [start, end].
+ */
+static const char *reserved(const struct kfunc *f, unsigned long long start,
+			    unsigned long long end)
+{
+	if (span_set_overlap(&f->ftrace, start, end))
+		return "overlaps the ftrace site";
+	if (f->smp_alt_reserved)
+		for (size_t i = 0; i < f->smp_locks.n; i++)
+			if (start <= f->smp_locks.a[i] && end > f->smp_locks.a[i])
+				return "holds a lock prefix reserved for SMP alternatives";
+	if (span_set_overlap(&f->jump_labels, start, end))
+		return "overlaps a jump label site";
+	if (span_set_overlap(&f->static_calls, start, end))
+		return "overlaps a static call site";
+	return NULL;
+}
+
+static unsigned long off_of(const struct kfunc *f, unsigned long long a)
+{
+	return a - f->addr;
+}
+
+static const char *why_not_jump_func(const struct kfunc *f, const struct kstate *ks,
+				     unsigned long long a, char *buf, size_t len);
+
+/*
+ * callopt_prepare() for a region of several instructions: each must be
+ * copyable, boostable, safe in the call buffer and no ENDBR after the first
+ * byte; the function must pass can_optimize(); the region must not be
+ * reserved. Sets *region to the region's length.
+ */
+static const char *why_not_callopt_multi(const struct kfunc *f, const struct kstate *ks,
+					 const struct site *s, int *region,
+					 char *buf, size_t len)
+{
+	static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	size_t avail = f->size + KFUNC_SLACK;
+	unsigned long long end;
+	const char *r;
+	int n = 0;
+
+	while (n < KP_JMP32_SIZE) {
+		size_t off = off_of(f, s->addr) + n;
+		struct kp_insn ki;
+		const char *why = NULL;
+
+		if (off >= avail || !kp_decode(f->text + off, avail - off, &ki)) {
+			snprintf(buf, len, "undecodable instruction at +0x%zx", off);
+			return buf;
+		}
+		if (ki.copy_refusal)
+			why = ki.copy_refusal;
+		else if (addr_set_has(&f->extable, s->addr + n))
+			why = "in the exception table";
+		else if (ki.boost_refusal)
+			why = ki.boost_refusal;
+		else if (ki.callopt_refusal)
+			why = ki.callopt_refusal;
+		else if (n && ki.len == 4 && !memcmp(f->text + off, endbr64, 4))
+			why = "an ENDBR (indirect branch target) inside the region";
+		if (why) {
+			snprintf(buf, len, "the %s at +0x%zx in the call's 5-byte region: %s",
+				 ki.mnemonic, off, why);
+			return buf;
+		}
+		n += ki.len;
+	}
+	if (f->size - off_of(f, s->addr) < (unsigned long)n)
+		return "the region runs past the function's end";
+	r = why_not_jump_func(f, ks, s->addr, buf, len);
+	if (r)
+		return r;
+	end = s->addr + n - 1;
+	r = reserved(f, s->addr, end);
+	if (r) {
+		snprintf(buf, len, "the region +0x%lx..+0x%lx %s", off_of(f, s->addr),
+			 off_of(f, end), r);
+		return buf;
+	}
+	for (size_t i = 0; i < f->kprobes.n; i++) {
+		if (f->kprobes.a[i] > s->addr && f->kprobes.a[i] <= end) {
+			snprintf(buf, len, "another kprobe at +0x%lx lies in the region",
+				 off_of(f, f->kprobes.a[i]));
+			return buf;
+		}
+	}
+	*region = n;
+	return NULL;
+}
+
+/* Why callopt_prepare() would fail, or NULL; *region: the displaced bytes. */
+static const char *why_not_callopt(const struct kfunc *f, const struct kstate *ks,
+				   const struct site *s, int *region, char *buf, size_t len)
+{
+	const struct kp_insn *ki = &s->ki;
+	const char *r;
+
+	if (ks->callopt < 0)
+		return "this kernel has no callopt (no " KPROBES_CALLOPT ")";
+	if (!ks->callopt)
+		return "callopt is off (debug.kprobes-callopt=0)";
+	if (in_entry_text(f, s->addr))
+		return "entry text";
+	if (ki->len < KP_JMP32_SIZE)
+		return why_not_callopt_multi(f, ks, s, region, buf, len);
+	*region = ki->len;
+	if (f->size - off_of(f, s->addr) < (unsigned long)ki->len)
+		return "the instruction runs past the function's end";
+	if (addr_set_has(&f->extable, s->addr))
+		return "the instruction is in the exception table (can_boost)";
+	if (ki->boost_refusal) {
+		snprintf(buf, len, "%s is not boostable: %s", ki->mnemonic, ki->boost_refusal);
+		return buf;
+	}
+	if (ki->callopt_refusal) {
+		snprintf(buf, len, "%s is unsafe in the call buffer: %s", ki->mnemonic,
+			 ki->callopt_refusal);
+		return buf;
+	}
+	r = reserved(f, s->addr, s->addr + ki->len - 1);
+	if (r) {
+		snprintf(buf, len, "the instruction %s", r);
+		return buf;
+	}
+	return NULL;
+}
+
+/* can_optimize(): the whole-function checks of the jump optimization. */
+static const char *why_not_jump_func(const struct kfunc *f, const struct kstate *ks,
+				     unsigned long long a, char *buf, size_t len)
+{
+	size_t off = 0, avail = f->size + KFUNC_SLACK;
+	struct kp_insn ki;
+
+	if (in_entry_text(f, a))
+		return "entry text";
+	if (f->size - off_of(f, a) < KP_JMP32_SIZE)
+		return "fewer than 5 bytes to the function's end";
+	while (off < f->size) {
+		unsigned long long ia = f->addr + off, target;
+
+		if (addr_set_has(&f->extable, ia)) {
+			snprintf(buf, len, "%s has an exception-table entry (at +0x%zx): "
+				 "the kernel never jump-optimizes in such a function", f->name, off);
+			return buf;
+		}
+		if (!kp_decode(f->text + off, avail - off, &ki)) {
+			snprintf(buf, len, "undecodable instruction at +0x%zx", off);
+			return buf;
+		}
+		if (!ks->retpoline_or_ibt && ki.indirect_jump) {
+			snprintf(buf, len, "indirect jump at +0x%zx (jump tables possible)", off);
+			return buf;
+		}
+		target = ia + ki.len + ki.rel_target;
+		if (ki.rel_jump && target >= a + 1 && target <= a + 1 + 4) {
+			snprintf(buf, len, "the %s at +0x%zx targets +0x%llx, inside the bytes "
+				 "the jump would overwrite", ki.mnemonic, off, target - f->addr);
+			return buf;
+		}
+		off += ki.len;
+	}
+	return NULL;
+}
+
+/* copy_optimized_instructions() and arch_check_optimized_kprobe(). */
+static const char *why_not_jump_region(const struct kfunc *f, unsigned long long a,
+				       int *region, char *buf, size_t len)
+{
+	size_t avail = f->size + KFUNC_SLACK;
+	unsigned long long end;
+	const char *r;
+	int n = 0;
+
+	while (n < KP_JMP32_SIZE) {
+		size_t off = off_of(f, a) + n;
+		struct kp_insn ki;
+
+		if (off >= avail || !kp_decode(f->text + off, avail - off, &ki)) {
+			snprintf(buf, len, "undecodable instruction at +0x%zx", off);
+			return buf;
+		}
+		if (addr_set_has(&f->extable, a + n)) {
+			snprintf(buf, len, "the instruction at +0x%zx is in the exception table", off);
+			return buf;
+		}
+		if (ki.boost_refusal) {
+			snprintf(buf, len, "the %s at +0x%zx (in the 5-byte region) is not "
+				 "boostable: %s", ki.mnemonic, off, ki.boost_refusal);
+			return buf;
+		}
+		n += ki.len;
+	}
+	end = a + n - 1;
+	r = reserved(f, a, end);
+	if (r) {
+		snprintf(buf, len, "the region +0x%lx..+0x%lx %s", off_of(f, a),
+			 off_of(f, end), r);
+		return buf;
+	}
+	for (size_t i = 0; i < f->kprobes.n; i++) {
+		if (f->kprobes.a[i] > a && f->kprobes.a[i] <= end) {
+			snprintf(buf, len, "another kprobe at +0x%lx lies in the region",
+				 off_of(f, f->kprobes.a[i]));
+			return buf;
+		}
+	}
+	*region = n;
+	return NULL;
+}
+
+static bool refuse(struct site *s, const char *why)
+{
+	snprintf(s->reason, sizeof(s->reason), "%s", why);
+	s->mech = "refused";
+	return true;
+}
+
+/* ftrace_location(addr) == addr */
+static bool ftrace_site(const struct kfunc *f, unsigned long long a)
+{
+	for (size_t i = 0; i < f->ftrace.n; i++)
+		if (f->ftrace.s[i].start == a)
+			return true;
+	return false;
+}
+
+/* check_kprobe_address_safe() and the trace_kprobe checks. */
+static bool address_refused(const struct kfunc *f, struct site *s)
+{
+	const struct span *bl = span_set_overlap(&f->blacklist, s->addr, s->addr);
+	char buf[256];
+
+	if (f->nsyms > 1) {
+		snprintf(buf, sizeof(buf), "%d kernel symbols are named %s: the kernel "
+			 "refuses ambiguous names (EADDRNOTAVAIL)", f->nsyms, f->name);
+		return refuse(s, buf);
+	}
+	if (bl) {
+		snprintf(buf, sizeof(buf), "blacklisted: inside the kprobes blacklist range "
+			 "of %s", bl->name);
+		return refuse(s, buf);
+	}
+	if (!f->ftrace.n && !strchr(f->name, '.'))
+		return refuse(s, "notrace function (no fentry site): BPF and perf kprobes "
+			      "refuse those (CONFIG_KPROBE_EVENTS_ON_NOTRACE=n)");
+	if (f->init_text)
+		return refuse(s, "init text, freed after boot");
+	if (span_set_overlap(&f->jump_labels, s->addr, s->addr))
+		return refuse(s, "a jump label site (jump_label_text_reserved)");
+	if (span_set_overlap(&f->static_calls, s->addr, s->addr))
+		return refuse(s, "a static call site (static_call_text_reserved)");
+	if (addr_set_has(&f->bugs, s->addr))
+		return refuse(s, "a BUG/WARN site (find_bug)");
+	if (!strncmp(f->name, "__cfi_", 6) || !strncmp(f->name, "__pfx_", 6))
+		return refuse(s, "a CFI/call-padding preamble symbol");
+	return false;
+}
+
+/* arch_prepare_kprobe(): can_probe(), __copy_instruction(), prepare_emulation(). */
+static bool insn_refused(struct site *s)
+{
+	char buf[256];
+
+	if (!s->ki.len)
+		return refuse(s, "the kernel's decoder cannot decode the instruction");
+	if (s->ki.exception) {
+		snprintf(buf, sizeof(buf), "%s (INT/UD instructions are never probed)",
+			 s->ki.mnemonic);
+		return refuse(s, buf);
+	}
+	if (s->ki.copy_refusal) {
+		snprintf(buf, sizeof(buf), "cannot copy the instruction: %s", s->ki.copy_refusal);
+		return refuse(s, buf);
+	}
+	if (s->ki.emul_refusal) {
+		snprintf(buf, sizeof(buf), "cannot emulate the instruction: %s",
+			 s->ki.emul_refusal);
+		return refuse(s, buf);
+	}
+	return false;
+}
+
+static void decide_optimized(const struct kfunc *f, const struct kstate *ks, struct site *s)
+{
+	char cbuf[256], jbuf[256];
+	const char *no_call, *no_jump;
+	int region = 0;
+
+	if (!ks->optimization) {
+		s->mech = "int3";
+		snprintf(s->reason, sizeof(s->reason),
+			 "kprobes optimization is off (debug.kprobes-optimization=0)");
+		return;
+	}
+	no_call = why_not_callopt(f, ks, s, &region, cbuf, sizeof(cbuf));
+	if (!no_call && region == s->ki.len) {
+		s->mech = "callopt";
+		snprintf(s->reason, sizeof(s->reason), "a single %d-byte %s: boostable, "
+			 "safe in the call buffer, not reserved", s->ki.len, s->ki.mnemonic);
+		return;
+	}
+	if (!no_call) {
+		s->mech = "callopt";
+		snprintf(s->reason, sizeof(s->reason), "region +0x%lx..+0x%lx of several "
+			 "instructions, all boostable and safe in the call buffer, no jump "
+			 "into it (installed after an RCU-tasks wait, int3 until then)",
+			 s->off, s->off + region - 1);
+		return;
+	}
+	region = 0;
+	no_jump = why_not_jump_func(f, ks, s->addr, jbuf, sizeof(jbuf));
+	if (!no_jump)
+		no_jump = why_not_jump_region(f, s->addr, &region, jbuf, sizeof(jbuf));
+	if (!no_jump) {
+		s->mech = "optimized";
+		snprintf(s->reason, sizeof(s->reason), "not callopt: %s; jump-optimized region "
+			 "+0x%lx..+0x%lx, all boostable, no jump into it", no_call,
+			 s->off, s->off + region - 1);
+		return;
+	}
+	s->mech = "int3";
+	snprintf(s->reason, sizeof(s->reason), "not callopt: %s; not jump-optimized: %s",
+		 no_call, no_jump);
+}
+
+static void decide_past_end(const struct kfunc *f, struct site *s)
+{
+	bool pfx = !strncmp(f->next, "__pfx_", 6) || !strncmp(f->next, "__cfi_", 6);
+
+	s->mech = "refused";
+	snprintf(s->reason, sizeof(s->reason), "past the end of %s (0x%llx bytes): the "
+		 "address is %s+0x%llx; kpctl refuses it%s", f->name, f->size,
+		 f->next[0] ? f->next : "?", (unsigned long long)(s->off - f->size),
+		 pfx ? " (so does the kernel: a call-padding preamble with no fentry site)"
+		     : " (the kernel would probe that symbol instead)");
+}
+
+static int insn_start(const bool *boundary, unsigned long off)
+{
+	while (off > 0 && !boundary[off])
+		off--;
+	return off;
+}
+
+static void decide(const struct kfunc *f, const struct kstate *ks, const bool *boundary,
+		   struct site *s)
+{
+	size_t avail = f->size + KFUNC_SLACK;
+	bool endbr = has_endbr(f);
+	unsigned long off = s->off;
+
+	s->addr = f->addr + off;
+	if (off >= f->size) {
+		decide_past_end(f, s);
+		return;
+	}
+	/* arch_adjust_kprobe_addr(): FUNC+0 and FUNC+4 are the fentry site. */
+	if (endbr && (off == 0 || off == 4))
+		s->addr = f->addr + 4;
+	s->boundary = boundary[off_of(f, s->addr)];
+	if (s->boundary)
+		kp_decode(f->text + off_of(f, s->addr), avail - off_of(f, s->addr), &s->ki);
+	if (address_refused(f, s))
+		return;
+	if (ftrace_site(f, s->addr)) {
+		s->mech = "ftrace";
+		snprintf(s->reason, sizeof(s->reason), "the fentry site%s: probed through "
+			 "ftrace, with full pt_regs (never int3 or optimized)",
+			 s->addr != f->addr + off ? " (the kernel moves FUNC+0 past ENDBR)" : "");
+		return;
+	}
+	if (!s->boundary) {
+		int start = insn_start(boundary, off);
+		struct kp_insn ki;
+
+		kp_decode(f->text + start, avail - start, &ki);
+		snprintf(s->reason, sizeof(s->reason), "not on an instruction boundary: "
+			 "inside the %d-byte %s at +0x%x (EILSEQ)", ki.len, ki.mnemonic, start);
+		s->mech = "refused";
+		return;
+	}
+	if (insn_refused(s))
+		return;
+	decide_optimized(f, ks, s);
+}
+
+static void print_bytes(char *buf, size_t len, const unsigned char *p, int n)
+{
+	buf[0] = '\0';
+	for (int i = 0; i < n && i < KP_MAX_INSN_SIZE; i++)
+		add(buf, len, "%s%02x", i ? " " : "", p[i]);
+}
+
+static void site_bytes(const struct kfunc *f, const struct site *s, char *buf, size_t len)
+{
+	unsigned long off = off_of(f, s->addr);
+
+	if (s->off >= f->size || !s->boundary) {
+		buf[0] = '\0';
+		return;
+	}
+	print_bytes(buf, len, f->text + off, s->ki.len);
+}
+
+static void print_site_json(const struct kfunc *f, const struct site *s, bool verify)
+{
+	char bytes[64];
+
+	site_bytes(f, s, bytes, sizeof(bytes));
+	printf("{\"offset\":%lu,\"addr\":\"0x%llx\",\"boundary\":%s,\"len\":%d,\"bytes\":\"%s\","
+	       "\"insn\":\"%s\",\"mechanism\":\"%s\",\"reason\":", s->off, s->addr,
+	       s->boundary ? "true" : "false", s->boundary ? s->ki.len : 0, bytes,
+	       s->boundary && s->ki.mnemonic ? s->ki.mnemonic : "", s->mech);
+	json_string(stdout, s->reason);
+	if (verify) {
+		printf(",\"observed\":\"%s\",\"match\":%s", s->observed,
+		       strcmp(s->observed, s->mech) ? "false" : "true");
+		if (s->observed_err[0]) {
+			printf(",\"error\":");
+			json_string(stdout, s->observed_err);
+		}
+	}
+	printf("}");
+}
+
+struct report {
+	const struct kfunc *f;
+	const struct vmlinux *vm;
+	const struct kstate *ks;
+	struct site *sites;
+	int n;
+	char notes[8][256];
+	int nnotes;
+	bool verify;
+	int mismatches;
+};
+
+static void print_json(const struct report *r)
+{
+	const struct kfunc *f = r->f;
+	static const char *const bid[] = { "differ", "match" };
+
+	printf("{\"func\":");
+	json_string(stdout, f->name);
+	printf(",\"addr\":\"0x%llx\",\"size\":%llu,\"next\":\"%s\",\"endbr\":%s,"
+	       "\"text\":\"%s\",\"vmlinux\":{\"path\":", f->addr, f->size, f->next,
+	       has_endbr(f) ? "true" : "false", f->live ? "live" : "vmlinux");
+	json_string(stdout, r->vm->path);
+	printf(",\"build_id\":\"%s\"},\"kernel\":{\"callopt\":",
+	       r->vm->build_id_match < 0 ? "unknown" : bid[r->vm->build_id_match]);
+	if (r->ks->callopt < 0)
+		printf("null");
+	else
+		printf("%d", r->ks->callopt);
+	printf(",\"optimization\":%d},\"notes\":[", r->ks->optimization);
+	for (int i = 0; i < r->nnotes; i++) {
+		printf("%s", i ? "," : "");
+		json_string(stdout, r->notes[i]);
+	}
+	printf("],\"sites\":[");
+	for (int i = 0; i < r->n; i++) {
+		printf("%s", i ? "," : "");
+		print_site_json(f, &r->sites[i], r->verify);
+	}
+	printf("]");
+	if (r->verify)
+		printf(",\"verify\":{\"checked\":%d,\"mismatches\":%d}", r->n, r->mismatches);
+	printf("}\n");
+}
+
+static void print_text(const struct report *r)
+{
+	const struct kfunc *f = r->f;
+
+	printf("%s at 0x%llx, 0x%llx bytes (to %s)%s; text from %s; vmlinux %s "
+	       "(build id %s)\n", f->name, f->addr, f->size, f->next,
+	       has_endbr(f) ? ", ENDBR" : "", f->live ? "the running kernel" : "vmlinux",
+	       r->vm->path, r->vm->build_id_match < 0 ? "unknown" :
+	       r->vm->build_id_match ? "matches" : "DIFFERS");
+	printf("kernel: callopt %s, optimization %s\n",
+	       r->ks->callopt < 0 ? "absent" : r->ks->callopt ? "on" : "off",
+	       r->ks->optimization ? "on" : "off");
+	for (int i = 0; i < r->nnotes; i++)
+		printf("note: %s\n", r->notes[i]);
+	printf("%-7s %-18s %-3s %-26s %-8s %-10s%s %s\n", "OFFSET", "ADDRESS", "LEN", "BYTES",
+	       "INSN", "MECHANISM", r->verify ? " OBSERVED " : "", "WHY");
+	for (int i = 0; i < r->n; i++) {
+		const struct site *s = &r->sites[i];
+		char bytes[64];
+
+		site_bytes(f, s, bytes, sizeof(bytes));
+		printf("+0x%-5lx 0x%016llx %-3d %-26s %-8s %-10s", s->off, s->addr,
+		       s->boundary ? s->ki.len : 0, bytes,
+		       s->boundary && s->ki.mnemonic ? s->ki.mnemonic : "-", s->mech);
+		if (r->verify)
+			printf(" %-9s", s->observed);
+		printf(" %s\n", s->reason);
+	}
+	if (r->verify)
+		printf("verify: %d site(s) attached, %d mismatch(es)\n", r->n, r->mismatches);
+}
+
+static void note(struct report *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void note(struct report *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->nnotes >= 8)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->notes[r->nnotes++], sizeof(r->notes[0]), fmt, ap);
+	va_end(ap);
+}
+
+/* Where the running text differs from vmlinux, other than probes and ftrace. */
+static void note_patched(struct report *r)
+{
+	const struct kfunc *f = r->f;
+	unsigned long first = ULONG_MAX, last = 0;
+	int n = 0;
+
+	for (unsigned long i = 0; i < f->size; i++) {
+		unsigned long long a = f->addr + i;
+
+		if (f->text[i] == f->image[i] || span_set_overlap(&f->ftrace, a, a))
+			continue;
+		if (first == ULONG_MAX)
+			first = i;
+		last = i;
+		n++;
+	}
+	if (n)
+		note(r, "%d byte(s) between +0x%lx and +0x%lx differ from vmlinux (patched at "
+		     "boot: alternatives, return thunks, retpolines, jump labels or static "
+		     "calls); decoded as running", n, first, last);
+}
+
+static void add_notes(struct report *r)
+{
+	const struct kfunc *f = r->f;
+
+	if (!f->live)
+		note(r, "could not read the running kernel's text; decoded vmlinux, which "
+		     "differs at sites the kernel patches at boot");
+	else
+		note_patched(r);
+	if (r->vm->build_id_match == 0)
+		note(r, "vmlinux's build id differs from the running kernel's");
+	if (f->kprobes.n)
+		note(r, "%zu kprobe(s) already registered in %s: predictions assume they stay; "
+		     "their bytes were restored from vmlinux", f->kprobes.n, f->name);
+	if (!f->ftrace_from_tracefs)
+		note(r, "ftrace sites from vmlinux's __mcount_loc (tracefs unreadable)");
+	if (f->alternatives.n)
+		note(r, "%zu alternative site(s) in %s: not reserved for kprobes, decoded as "
+		     "patched", f->alternatives.n, f->name);
+	if (f->extable.n)
+		note(r, "%zu exception-table entr%s in %s", f->extable.n,
+		     f->extable.n == 1 ? "y" : "ies", f->name);
+	if (strchr(f->name, '.') && !f->ftrace.n)
+		note(r, "%s has no fentry site; the kernel then checks its parent function "
+		     "(not checked here)", f->name);
+}
+
+/* Attaches at @s alone and records the mechanism the kernel chose. */
+static void verify_site(struct kpctl_bpf *skel, const struct kfunc *f, struct site *s,
+			const struct explain_opts *o)
+{
+	struct probe p = {};
+	int err;
+
+	snprintf(p.func, sizeof(p.func), "%s", f->name);
+	snprintf(p.spec, sizeof(p.spec), "%s+0x%lx", f->name, s->off);
+	p.offset = s->off;
+	if (s->off >= f->size) {
+		/* kpctl itself refuses these; attach would probe another symbol. */
+		snprintf(s->observed, sizeof(s->observed), "refused");
+		snprintf(s->observed_err, sizeof(s->observed_err), "past the end (kpctl)");
+		return;
+	}
+	err = attach_probe(skel->progs.kpctl_kprobe, &p, 0);
+	if (err) {
+		snprintf(s->observed, sizeof(s->observed), "refused");
+		snprintf(s->observed_err, sizeof(s->observed_err), "%s", strerror(-err));
+		return;
+	}
+	if (!strcmp(s->mech, "int3"))
+		wait_mechanism(&p, NULL, o->settle);
+	else if (!strcmp(s->mech, "optimized"))
+		wait_mechanism(&p, "optimized", o->wait_opt);
+	else
+		wait_mechanism(&p, s->mech, 2.0);
+	snprintf(s->observed, sizeof(s->observed), "%s", p.mechanism);
+	s->wrong_addr = p.addr && p.addr != s->addr;
+	if (s->wrong_addr)
+		snprintf(s->observed_err, sizeof(s->observed_err),
+			 "probe at 0x%llx, predicted 0x%llx", (unsigned long long)p.addr, s->addr);
+	detach_probe(&p);
+}
+
+static int verify_all(struct kpctl_bpf *skel, struct report *r, const struct explain_opts *o)
+{
+	for (int i = 0; i < r->n && !stop_requested; i++) {
+		struct site *s = &r->sites[i];
+
+		verify_site(skel, r->f, s, o);
+		if (strcmp(s->observed, s->mech) || s->wrong_addr)
+			r->mismatches++;
+		if (!env.json)
+			fprintf(stderr, "\rkpctl: verified %d/%d", i + 1, r->n);
+	}
+	if (!env.json)
+		fprintf(stderr, "\n");
+	if (stop_requested) {
+		errx("interrupted while verifying");
+		return -EINTR;
+	}
+	return 0;
+}
+
+static void usage_explain(FILE *f)
+{
+	fprintf(f,
+"Usage: kpctl [-j] explain [OPTIONS] FUNC\n"
+"\n"
+"For each instruction boundary of FUNC (a vmlinux function), the mechanism a\n"
+"kprobe there gets on the running kernel (ftrace, callopt, optimized, int3 or\n"
+"refused) and why not a faster one. FUNC's text is read from the running\n"
+"kernel (with a BPF program) and decoded with the kernel's own x86 decoder;\n"
+"the kernel's tables (exception table, jump labels, static calls, BUG sites,\n"
+"alternatives) come from vmlinux, which must match the running kernel (its\n"
+"address of FUNC and build id are checked); the blacklist, ftrace sites and\n"
+"the optimization knobs from debugfs, tracefs and sysctl. Needs root.\n"
+"\n"
+"  -k, --vmlinux FILE  the kernel image (default: the first of vmlinux and\n"
+"                      vmlinux-debug next to kpctl, /boot/vmlinux-$(uname -r)\n"
+"                      and /usr/lib/debug/boot/vmlinux-$(uname -r) whose build\n"
+"                      id matches the running kernel)\n"
+"  -a, --all           list every byte offset, not only instruction boundaries\n"
+"  -V, --verify        attach at every listed offset, one at a time, and\n"
+"                      compare the mechanism the kernel chose; exit 1 on any\n"
+"                      mismatch\n"
+"  -w, --wait-opt S    with --verify: wait up to S s for jump optimization (10)\n"
+"  -s, --settle S      with --verify: watch an int3 prediction S s (1)\n"
+"  -h, --help          this help\n"
+"\n"
+"The offset just past the end is listed too (refused). See docs/kpctl.md for\n"
+"how each decision mirrors the kernel's code.\n"
+"\n"
+"Examples:\n"
+"  kpctl explain __x64_sys_getpgid\n"
+"  kpctl -j explain --verify --wait-opt 10 __x64_sys_getpgid\n"
+"  kpctl explain --all vfs_read\n");
+}
+
+static int parse_explain_opts(int argc, char **argv, struct explain_opts *o)
+{
+	static const struct option opts[] = {
+		{ "vmlinux", required_argument, NULL, 'k' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "verify", no_argument, NULL, 'V' },
+		{ "wait-opt", required_argument, NULL, 'w' },
+		{ "settle", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	char *end;
+	int c;
+
+	o->wait_opt = 10;
+	o->settle = 1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+k:aVw:s:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'k':
+			o->vmlinux = optarg;
+			break;
+		case 'a':
+			o->all = true;
+			break;
+		case 'V':
+			o->verify = true;
+			break;
+		case 'w':
+		case 's':
+			*(c == 'w' ? &o->wait_opt : &o->settle) = strtod(optarg, &end);
+			if (*end || !(strtod(optarg, NULL) >= 0)) {
+				errx("bad value '%s' for -%c", optarg, c);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			usage_explain(stdout);
+			return EXIT_OK;
+		default:
+			usage_explain(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		errx("explain: want exactly one FUNC");
+		usage_explain(stderr);
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+static void candidate(char (*c)[PATH_MAX], int *n, const char *fmt, const char *arg)
+{
+	if (*n < 4)
+		snprintf(c[(*n)++], PATH_MAX, fmt, arg);
+}
+
+/*
+ * --vmlinux, or the first of vmlinux and vmlinux-debug next to kpctl,
+ * /boot/vmlinux-RELEASE and /usr/lib/debug/boot/vmlinux-RELEASE whose build
+ * id matches the running kernel (else the first that opens).
+ */
+static int open_vmlinux(struct vmlinux *vm, const char *path)
+{
+	char c[4][PATH_MAX], self[PATH_MAX - 64], rel[128] = "";
+	FILE *f = fopen("/proc/sys/kernel/osrelease", "r");
+	int n = 0, first = -1, err = -ENOENT;
+	ssize_t len;
+
+	if (f) {
+		if (!fgets(rel, sizeof(rel), f))
+			rel[0] = '\0';
+		fclose(f);
+	}
+	rel[strcspn(rel, "\n")] = '\0';
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[len > 0 ? len : 0] = '\0';
+	if (strrchr(self, '/'))
+		*strrchr(self, '/') = '\0';
+	if (path) {
+		candidate(c, &n, "%s", path);
+	} else {
+		candidate(c, &n, "%s/vmlinux", self);
+		candidate(c, &n, "%s/vmlinux-debug", self);
+		candidate(c, &n, "/boot/vmlinux-%s", rel);
+		candidate(c, &n, "/usr/lib/debug/boot/vmlinux-%s", rel);
+	}
+	for (int i = 0; i < n; i++) {
+		if (vmlinux_open(vm, c[i]))
+			continue;
+		if (vm->build_id_match == 1 || path)
+			return 0;
+		vmlinux_close(vm);
+		if (first < 0)
+			first = i;
+	}
+	if (first >= 0)
+		return vmlinux_open(vm, c[first]);
+	if (path)
+		err = vmlinux_open(vm, path);
+	errx("cannot read the kernel image '%s': %s (use --vmlinux)", c[0], strerror(-err));
+	return err;
+}
+
+static int load_func(struct kfunc *f, struct vmlinux *vm, const char *name)
+{
+	int err = kfunc_load(f, vm, name, read_live_text);
+
+	switch (err) {
+	case 0:
+		return 0;
+	case -ENOENT:
+		errx("no such function in the kernel: '%s'", name);
+		break;
+	case -EACCES:
+		errx("kallsyms hides addresses: explain needs root");
+		break;
+	case -ESRCH:
+		errx("%s is not at 0x%llx in %s: the image does not match the running "
+		     "kernel (use --vmlinux)", name, ksym_addr(name), vm->path);
+		break;
+	default:
+		errx("cannot read %s from %s: %s", name, vm->path, strerror(-err));
+	}
+	return err;
+}
+
+static void kstate_read(struct kstate *ks)
+{
+	ks->callopt = read_sysctl(KPROBES_CALLOPT);
+	ks->optimization = read_sysctl(KPROBES_OPTIMIZATION) > 0;
+	ks->retpoline_or_ibt = ksym_addr("__x86_indirect_thunk_array") ||
+			       ksym_addr("__x86_indirect_thunk_rax") ||
+			       ksym_addr("ibt_selftest");
+}
+
+static int build_sites(struct report *r, bool all)
+{
+	const struct kfunc *f = r->f;
+	bool *boundary = calloc(f->size + 1, sizeof(bool));
+	int bad = 0;
+
+	r->sites = calloc(f->size + 1, sizeof(*r->sites));
+	if (!boundary || !r->sites) {
+		free(boundary);
+		return -ENOMEM;
+	}
+	if (decode_boundaries(f, boundary, &bad))
+		note(r, "the kernel's decoder stops at +0x%x: later offsets are refused", bad);
+	for (unsigned long off = 0; off <= f->size; off++) {
+		struct site *s = &r->sites[r->n];
+
+		if (!all && off < f->size && !boundary[off])
+			continue;
+		s->off = off;
+		decide(f, r->ks, boundary, s);
+		r->n++;
+	}
+	free(boundary);
+	return 0;
+}
+
+int cmd_explain(int argc, char **argv)
+{
+	struct explain_opts o = {};
+	struct report r = {};
+	struct vmlinux vm = {};
+	struct kfunc f = {};
+	struct kstate ks;
+	int ret;
+
+	ret = parse_explain_opts(argc, argv, &o);
+	if (ret >= 0)
+		return ret;
+	ret = EXIT_FAIL;
+	if (strchr(argv[optind], ':') || strchr(argv[optind], '+')) {
+		errx("explain takes a vmlinux function name (no MODULE: or +OFF)");
+		return EXIT_USAGE;
+	}
+	text_skel = open_skel();
+	if (!text_skel)
+		return EXIT_FAIL;
+	if (load_skel(text_skel, "kpctl_read_text", "kpctl_kprobe", NULL))
+		goto out;
+	if (open_vmlinux(&vm, o.vmlinux) || load_func(&f, &vm, argv[optind]))
+		goto out;
+	kstate_read(&ks);
+	r.f = &f;
+	r.vm = &vm;
+	r.ks = &ks;
+	r.verify = o.verify;
+	add_notes(&r);
+	if (build_sites(&r, o.all))
+		goto out;
+	if (o.verify && verify_all(text_skel, &r, &o))
+		goto out;
+	if (env.json)
+		print_json(&r);
+	else
+		print_text(&r);
+	ret = r.mismatches ? EXIT_FAIL : EXIT_OK;
+	if (r.mismatches)
+		errx("%d offset(s) got another mechanism than predicted", r.mismatches);
+out:
+	free(r.sites);
+	kfunc_free(&f);
+	vmlinux_close(&vm);
+	kpctl_bpf__destroy(text_skel);
+	text_skel = NULL;
+	return ret;
+}
+
+/*
+ * Default stress sites in the getpgid function, found as scripts/gen-sites
+ * does: its entry, the first boundary after the fentry site, and the first
+ * instruction of at least 5 bytes after that which is no branch.
+ */
+int default_getpgid_sites(struct kpctl_bpf *skel, char (*specs)[256], int max)
+{
+	const char *name = getpgid_func();
+	unsigned char text[512 + KFUNC_SLACK];
+	unsigned long off, mid = 0, single = 0;
+	struct kp_insn ki;
+	struct ksym sym;
+	int n = 0;
+
+	if (ksym_lookup(name, &sym) || sym.size > 512 || max < 3)
+		return -1;
+	text_skel = skel;
+	if (read_live_text(sym.addr, text, sym.size + KFUNC_SLACK))
+		return -1;
+	text_skel = NULL;
+	/* ENDBR (if any), then the 5-byte fentry site. */
+	off = (text[0] == 0xf3 && text[1] == 0x0f && text[2] == 0x1e) ? 4 : 0;
+	mid = off + 5;
+	for (off = mid; off < sym.size; off += ki.len) {
+		if (!kp_decode(text + off, sizeof(text) - off, &ki))
+			break;
+		if (ki.len >= KP_JMP32_SIZE && !ki.rel_jump && strcmp(ki.mnemonic, "call") &&
+		    strcmp(ki.mnemonic, "ret") && !ki.indirect_jump) {
+			single = off;
+			break;
+		}
+	}
+	snprintf(specs[n++], 256, "%s", name);
+	snprintf(specs[n++], 256, "%s+0x%lx", name, mid);
+	if (single)
+		snprintf(specs[n++], 256, "%s+0x%lx", name, single);
+	return n;
+}

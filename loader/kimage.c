@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Reads what 'explain' needs about one kernel function: its text from the
+ * running kernel (and from vmlinux, to compare), the entries of the kernel's
+ * tables that fall into it (exception table, BUG table, jump labels, static
+ * calls, SMP lock prefixes, alternatives, ftrace sites), the kprobes
+ * blacklist and the kprobes already registered there.
+ *
+ * Table entries use the kernel's relative encoding: a 32-bit field holds
+ * target - (address of the field).
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include "common.h"
+#include "kimage.h"
+#include "x86_rules.h"
+
+#define NT_GNU_BUILD_ID_TYPE 3
+
+static const Elf64_Shdr *shdr(const struct vmlinux *vm, int i)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)vm->map;
+
+	return (const Elf64_Shdr *)(vm->map + eh->e_shoff + (size_t)i * eh->e_shentsize);
+}
+
+static int nsections(const struct vmlinux *vm)
+{
+	return ((const Elf64_Ehdr *)vm->map)->e_shnum;
+}
+
+static const char *section_name(const struct vmlinux *vm, const Elf64_Shdr *sh)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)vm->map;
+
+	return (const char *)vm->map + shdr(vm, eh->e_shstrndx)->sh_offset + sh->sh_name;
+}
+
+/* The section holding link address @va .. @va + @len, or NULL. */
+static const Elf64_Shdr *section_at(const struct vmlinux *vm, unsigned long long va,
+				    size_t len)
+{
+	for (int i = 1; i < nsections(vm); i++) {
+		const Elf64_Shdr *sh = shdr(vm, i);
+
+		if (sh->sh_type != SHT_PROGBITS || !(sh->sh_flags & SHF_ALLOC))
+			continue;
+		if (va >= sh->sh_addr && va + len <= sh->sh_addr + sh->sh_size &&
+		    sh->sh_offset + sh->sh_size <= vm->len)
+			return sh;
+	}
+	return NULL;
+}
+
+static const unsigned char *image_at(const struct vmlinux *vm, unsigned long long va,
+				     size_t len)
+{
+	const Elf64_Shdr *sh = section_at(vm, va, len);
+
+	return sh ? vm->map + sh->sh_offset + (va - sh->sh_addr) : NULL;
+}
+
+/*
+ * The value of symbol @name in vmlinux's symbol table (0 if absent); with
+ * @want, the first symbol of that name at @want, if any.
+ */
+static unsigned long long elf_sym_at(const struct vmlinux *vm, const char *name,
+				     unsigned long long want)
+{
+	for (int i = 1; i < nsections(vm); i++) {
+		const Elf64_Shdr *sh = shdr(vm, i), *strs;
+		const Elf64_Sym *sym;
+		size_t n;
+
+		if (sh->sh_type != SHT_SYMTAB)
+			continue;
+		strs = shdr(vm, sh->sh_link);
+		sym = (const Elf64_Sym *)(vm->map + sh->sh_offset);
+		n = sh->sh_size / sizeof(*sym);
+		for (size_t k = 0; k < n; k++) {
+			const char *s = (const char *)vm->map + strs->sh_offset + sym[k].st_name;
+
+			if (sym[k].st_name && !strcmp(s, name) &&
+			    (!want || sym[k].st_value == want))
+				return sym[k].st_value;
+		}
+	}
+	return 0;
+}
+
+static unsigned long long elf_sym(const struct vmlinux *vm, const char *name)
+{
+	return elf_sym_at(vm, name, 0);
+}
+
+/* The GNU build ID in a buffer of ELF notes; returns its length or 0. */
+static size_t find_build_id(const unsigned char *p, size_t len, unsigned char *id)
+{
+	size_t off = 0;
+
+	while (off + sizeof(Elf64_Nhdr) <= len) {
+		const Elf64_Nhdr *nh = (const Elf64_Nhdr *)(p + off);
+		size_t name = off + sizeof(*nh), desc = name + ((nh->n_namesz + 3) & ~3U);
+
+		if (desc + nh->n_descsz > len)
+			break;
+		if (nh->n_type == NT_GNU_BUILD_ID_TYPE && nh->n_namesz == 4 &&
+		    !memcmp(p + name, "GNU", 4) && nh->n_descsz <= 64) {
+			memcpy(id, p + desc, nh->n_descsz);
+			return nh->n_descsz;
+		}
+		off = desc + ((nh->n_descsz + 3) & ~3U);
+	}
+	return 0;
+}
+
+static int check_build_id(const struct vmlinux *vm)
+{
+	unsigned char kid[64], vid[64], buf[4096];
+	size_t klen = 0, vlen = 0, n;
+	FILE *f = fopen("/sys/kernel/notes", "r");
+
+	if (f) {
+		n = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		klen = find_build_id(buf, n, kid);
+	}
+	for (int i = 1; i < nsections(vm) && !vlen; i++) {
+		const Elf64_Shdr *sh = shdr(vm, i);
+
+		if (sh->sh_type == SHT_NOTE)
+			vlen = find_build_id(vm->map + sh->sh_offset, sh->sh_size, vid);
+	}
+	if (!klen || !vlen)
+		return -1;
+	return klen == vlen && !memcmp(kid, vid, klen);
+}
+
+int vmlinux_open(struct vmlinux *vm, const char *path)
+{
+	const Elf64_Ehdr *eh;
+	unsigned long long text;
+	struct stat st;
+	int fd;
+
+	memset(vm, 0, sizeof(*vm));
+	snprintf(vm->path, sizeof(vm->path), "%s", path);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+		close(fd);
+		return -EINVAL;
+	}
+	vm->len = st.st_size;
+	vm->map = mmap(NULL, vm->len, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (vm->map == MAP_FAILED) {
+		vm->map = NULL;
+		return -errno;
+	}
+	eh = (const Elf64_Ehdr *)vm->map;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_machine != EM_X86_64 ||
+	    eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize > vm->len) {
+		vmlinux_close(vm);
+		return -ENOEXEC;
+	}
+	text = elf_sym(vm, "_text");
+	vm->delta = text ? (long long)(ksym_addr("_text") - text) : 0;
+	vm->build_id_match = check_build_id(vm);
+	return 0;
+}
+
+void vmlinux_close(struct vmlinux *vm)
+{
+	if (vm->map)
+		munmap((void *)vm->map, vm->len);
+	vm->map = NULL;
+}
+
+static void addr_add(struct addr_set *s, unsigned long long a)
+{
+	unsigned long long *n = realloc(s->a, (s->n + 1) * sizeof(*n));
+
+	if (!n)
+		return;
+	s->a = n;
+	s->a[s->n++] = a;
+}
+
+static void span_add(struct span_set *s, unsigned long long start,
+		     unsigned long long end, const char *name)
+{
+	struct span *n = realloc(s->s, (s->n + 1) * sizeof(*n));
+
+	if (!n)
+		return;
+	s->s = n;
+	s->s[s->n].start = start;
+	s->s[s->n].end = end;
+	snprintf(s->s[s->n].name, sizeof(s->s[s->n].name), "%s", name ? name : "");
+	s->n++;
+}
+
+bool addr_set_has(const struct addr_set *s, unsigned long long a)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->a[i] == a)
+			return true;
+	return false;
+}
+
+const struct span *span_set_overlap(const struct span_set *s, unsigned long long start,
+				    unsigned long long end)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->s[i].start <= end && s->s[i].end > start)
+			return &s->s[i];
+	return NULL;
+}
+
+/* A kernel table between two vmlinux symbols: entries of @esize bytes. */
+struct table {
+	const unsigned char *p;
+	unsigned long long va;		/* link address of the first entry */
+	size_t n;
+};
+
+static bool table_get(const struct vmlinux *vm, const char *start, const char *stop,
+		      size_t esize, struct table *t)
+{
+	unsigned long long a = elf_sym(vm, start), b = elf_sym(vm, stop);
+
+	memset(t, 0, sizeof(*t));
+	if (!a || b <= a || (b - a) % esize)
+		return false;
+	t->p = image_at(vm, a, b - a);
+	t->va = a;
+	t->n = (b - a) / esize;
+	return t->p != NULL;
+}
+
+/* Running address of a relative reference at table byte @off. */
+static unsigned long long rel(const struct vmlinux *vm, const struct table *t, size_t off)
+{
+	int32_t v;
+
+	memcpy(&v, t->p + off, sizeof(v));
+	return t->va + off + (long long)v + vm->delta;
+}
+
+static bool in_func(const struct kfunc *f, unsigned long long a)
+{
+	return a >= f->addr && a < f->addr + f->size + KFUNC_SLACK;
+}
+
+static void load_addr_table(struct kfunc *f, const struct vmlinux *vm, const char *start,
+			    const char *stop, size_t esize, struct addr_set *out)
+{
+	struct table t;
+
+	if (!table_get(vm, start, stop, esize, &t))
+		return;
+	for (size_t i = 0; i < t.n; i++) {
+		unsigned long long a = rel(vm, &t, i * esize);
+
+		if (in_func(f, a))
+			addr_add(out, a);
+	}
+}
+
+static int insn_len_at(const struct kfunc *f, unsigned long long a, int dflt)
+{
+	struct kp_insn ki;
+	size_t off = a - f->addr;
+
+	if (a < f->addr || off >= f->size + KFUNC_SLACK)
+		return dflt;
+	if (!kp_decode(f->text + off, f->size + KFUNC_SLACK - off, &ki))
+		return dflt;
+	return ki.len;
+}
+
+/* struct jump_entry { s32 code; s32 target; long key; }, key bit 1: init */
+static void load_jump_labels(struct kfunc *f, const struct vmlinux *vm)
+{
+	struct table t;
+
+	if (!table_get(vm, "__start___jump_table", "__stop___jump_table", 16, &t))
+		return;
+	for (size_t i = 0; i < t.n; i++) {
+		unsigned long long a = rel(vm, &t, i * 16);
+		int64_t key;
+
+		memcpy(&key, t.p + i * 16 + 8, sizeof(key));
+		if (!in_func(f, a) || (key & 2))
+			continue;
+		span_add(&f->jump_labels, a, a + insn_len_at(f, a, 5), "jump label");
+	}
+}
+
+/* struct static_call_site { s32 addr; s32 key; }, key flag 2: init */
+static void load_static_calls(struct kfunc *f, const struct vmlinux *vm)
+{
+	struct table t;
+
+	if (!table_get(vm, "__start_static_call_sites", "__stop_static_call_sites", 8, &t))
+		return;
+	for (size_t i = 0; i < t.n; i++) {
+		unsigned long long a = rel(vm, &t, i * 8);
+		unsigned long long key = rel(vm, &t, i * 8 + 4);
+
+		if (!in_func(f, a) || (key & 2))
+			continue;
+		span_add(&f->static_calls, a, a + 5, "static call");
+	}
+}
+
+/* struct alt_instr (packed): s32 instr, s32 repl, u32 ft_flags, u8 instrlen, u8 repllen */
+static void load_alternatives(struct kfunc *f, const struct vmlinux *vm)
+{
+	struct table t;
+
+	if (!table_get(vm, "__alt_instructions", "__alt_instructions_end", 14, &t))
+		return;
+	for (size_t i = 0; i < t.n; i++) {
+		unsigned long long a = rel(vm, &t, i * 14);
+
+		if (in_func(f, a))
+			span_add(&f->alternatives, a, a + t.p[i * 14 + 12], "alternative");
+	}
+}
+
+/* ftrace call sites: tracefs when readable, else vmlinux's __mcount_loc. */
+static void load_ftrace(struct kfunc *f, const struct vmlinux *vm)
+{
+	FILE *fp = fopen("/sys/kernel/tracing/available_filter_functions_addrs", "r");
+	char line[512];
+	struct table t;
+
+	if (fp) {
+		unsigned long long a;
+
+		f->ftrace_from_tracefs = true;
+		while (fgets(line, sizeof(line), fp))
+			if (sscanf(line, "%llx", &a) == 1 && in_func(f, a))
+				span_add(&f->ftrace, a, a + 5, "ftrace");
+		fclose(fp);
+		return;
+	}
+	if (!table_get(vm, "__start_mcount_loc", "__stop_mcount_loc", 8, &t))
+		return;
+	for (size_t i = 0; i < t.n; i++) {
+		uint64_t a;
+
+		memcpy(&a, t.p + i * 8, sizeof(a));
+		a += vm->delta;
+		if (in_func(f, a))
+			span_add(&f->ftrace, a, a + 5, "ftrace");
+	}
+}
+
+static void load_blacklist(struct kfunc *f)
+{
+	FILE *fp = fopen(KPROBES_BLACKLIST, "r");
+	unsigned long long a, b;
+	char line[512], name[256];
+
+	if (!fp)
+		return;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "0x%llx-0x%llx %255s", &a, &b, name) == 3)
+			span_add(&f->blacklist, a, b, name);
+	fclose(fp);
+}
+
+static void load_kprobes(struct kfunc *f)
+{
+	FILE *fp = fopen(KPROBES_LIST, "r");
+	unsigned long long a;
+	char line[512];
+
+	if (!fp)
+		return;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "%llx", &a) == 1 && a >= f->addr && a < f->addr + f->size)
+			addr_add(&f->kprobes, a);
+	fclose(fp);
+}
+
+static int cpu_count(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	char buf[256], *tok, *save = NULL;
+	int n = 0, a, b;
+
+	if (!fp)
+		return -1;
+	if (!fgets(buf, sizeof(buf), fp))
+		buf[0] = '\0';
+	fclose(fp);
+	for (tok = strtok_r(buf, ",\n", &save); tok; tok = strtok_r(NULL, ",\n", &save)) {
+		if (sscanf(tok, "%d-%d", &a, &b) == 2)
+			n += b - a + 1;
+		else if (sscanf(tok, "%d", &a) == 1)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * The text as the kernel's decoders see it (recover_probed_instruction()):
+ * ftrace sites read as the 5-byte NOP, and bytes that registered kprobes
+ * replaced read as the original (taken from vmlinux).
+ */
+static void recover_text(struct kfunc *f)
+{
+	static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
+	for (size_t i = 0; i < f->ftrace.n; i++) {
+		unsigned long long off = f->ftrace.s[i].start - f->addr;
+
+		if (off + 5 <= f->size + KFUNC_SLACK)
+			memcpy(f->text + off, nop5, 5);
+	}
+	for (size_t i = 0; i < f->kprobes.n; i++) {
+		unsigned long long off = f->kprobes.a[i] - f->addr;
+
+		if (!span_set_overlap(&f->ftrace, f->kprobes.a[i], f->kprobes.a[i]) &&
+		    off + 5 <= f->size + KFUNC_SLACK)
+			memcpy(f->text + off, f->image + off, 5);
+	}
+}
+
+static int load_text(struct kfunc *f, const struct vmlinux *vm,
+		     int (*read_live)(unsigned long long addr, void *buf, size_t len))
+{
+	size_t len = f->size + KFUNC_SLACK;
+	const unsigned char *img = image_at(vm, f->addr - vm->delta, len);
+	const Elf64_Shdr *sh = section_at(vm, f->addr - vm->delta, len);
+
+	if (!img)
+		return -ERANGE;
+	f->init_text = sh && !strcmp(section_name(vm, sh), ".init.text");
+	f->image = malloc(len);
+	f->text = malloc(len);
+	if (!f->image || !f->text)
+		return -ENOMEM;
+	memcpy(f->image, img, len);
+	f->live = read_live && !read_live(f->addr, f->text, len);
+	if (!f->live)
+		memcpy(f->text, img, len);
+	return 0;
+}
+
+int kfunc_load(struct kfunc *f, struct vmlinux *vm, const char *name,
+	       int (*read_live)(unsigned long long addr, void *buf, size_t len))
+{
+	struct ksym sym;
+	int err, possible, online;
+
+	memset(f, 0, sizeof(*f));
+	err = ksym_lookup(name, &sym);
+	if (err)
+		return err;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	snprintf(f->next, sizeof(f->next), "%s", sym.next);
+	f->addr = sym.addr;
+	f->size = sym.size;
+	f->nsyms = sym.count;
+	if (!elf_sym_at(vm, name, f->addr - vm->delta))
+		return -ESRCH;
+	err = load_text(f, vm, read_live);
+	if (err)
+		return err;
+
+	load_ftrace(f, vm);
+	load_kprobes(f);
+	recover_text(f);
+	load_addr_table(f, vm, "__start___ex_table", "__stop___ex_table", 12, &f->extable);
+	load_addr_table(f, vm, "__start___bug_table", "__stop___bug_table", 12, &f->bugs);
+	load_addr_table(f, vm, "__smp_locks", "__smp_locks_end", 4, &f->smp_locks);
+	load_jump_labels(f, vm);
+	load_static_calls(f, vm);
+	load_alternatives(f, vm);
+	load_blacklist(f);
+	f->entry_text_start = ksym_addr("__entry_text_start");
+	f->entry_text_end = ksym_addr("__entry_text_end");
+	/* alternative_instructions(): patched to UP when only one CPU was present. */
+	possible = cpu_count("/sys/devices/system/cpu/possible");
+	online = cpu_count("/sys/devices/system/cpu/online");
+	f->smp_alt_reserved = possible > 1 && online == 1;
+	return 0;
+}
+
+void kfunc_free(struct kfunc *f)
+{
+	free(f->text);
+	free(f->image);
+	free(f->extable.a);
+	free(f->bugs.a);
+	free(f->smp_locks.a);
+	free(f->jump_labels.s);
+	free(f->static_calls.s);
+	free(f->alternatives.s);
+	free(f->ftrace.s);
+	free(f->blacklist.s);
+	free(f->kprobes.a);
+	memset(f, 0, sizeof(*f));
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# kpctl attach: the per-hit cost estimate, exact counts next to it, offsets
+# past the end refused by kpctl, and Ctrl-C while attaching many probes
+# detaches everything attached so far.
+. "$(dirname "$0")/../lib.sh"
+. "$SITES"
+F=$GETPGID_FUNC
+
+# --cost: a number for each probe getpgid(0) reaches, null for one it does
+# not reach (the error path), and --trigger still counts exactly.
+unreached=$("$KPCTL" -j explain "$F" |
+	jq -r '[.sites[] | select(.mechanism == "callopt")] | last | .offset') ||
+	fail "explain failed"
+json=$("$KPCTL" -j attach --cost 5000 --trigger 300 --wait-opt 2 \
+	"$F" "$F+$GETPGID_SINGLE" "$F+$unreached") || fail "attach --cost: $json"
+note "$json"
+field() { jq -r "$1" <<< "$json"; }
+assert_eq "$(field .cost.estimate)" true "cost is labelled an estimate"
+assert_match "$(field .cost.baseline_ns_per_call)" '^[0-9]+(\.[0-9]+)?$' "baseline ns/call"
+for i in 0 1; do
+	assert_match "$(field ".probes[$i].cost_ns_per_hit")" '^-?[0-9]+(\.[0-9]+)?$' \
+		"cost of probe $i"
+	assert_eq "$(field ".probes[$i].hits")" 300 "hits of probe $i with --cost"
+done
+assert_eq "$(field .probes[2].cost_ns_per_hit)" null "cost of a probe getpgid(0) does not reach"
+assert_eq "$(field .probes[2].hits)" 0 "hits of the unreached probe"
+assert_eq "$(field .probes[1].mechanism)" callopt "mechanism at +$GETPGID_SINGLE"
+assert_no_kprobes
+out=$("$KPCTL" attach --cost 1000 "$F+$GETPGID_SINGLE") || fail "attach --cost: $out"
+assert_match "$out" "NS/HIT~" "cost column"
+assert_match "$out" "estimate" "cost labelled an estimate"
+assert_no_kprobes
+
+# An offset past the function's end would land in the next symbol: refused.
+size=$("$KPCTL" -j explain "$F" | jq -r .size)
+for off in "$size" $((size + 16)) 0x100000; do
+	assert_rc 1 "$KPCTL" attach "$F+$off"
+	assert_match "$out" "past the end" "message for +$off"
+	assert_no_kprobes
+done
+assert_rc 2 "$KPCTL" attach --cost 0 "$F"
+assert_rc 2 "$KPCTL" attach --cost x "$F"
+
+# Ctrl-C in the middle of attaching 3000 probes.
+specs=()
+for _ in $(seq 1000); do specs+=("$F+$GETPGID_MID" "$F+$GETPGID_SINGLE" "$F"); done
+"$KPCTL" attach "${specs[@]}" > /tmp/attach.out 2> /tmp/attach.err &
+pid=$!
+for _ in $(seq 200); do
+	[ "$(wc -l < $KPROBES_LIST)" -ge 3 ] && break
+	sleep 0.05
+done
+[ "$(wc -l < $KPROBES_LIST)" -ge 3 ] || fail "no probe attached after 10 s"
+kill -INT $pid
+wait $pid
+rc=$?
+assert_eq $rc 1 "exit status after Ctrl-C"
+assert_match "$(cat /tmp/attach.err)" "interrupted while attaching" "Ctrl-C message"
+assert_no_kprobes
+
+assert_rc 0 "$KPCTL" attach --help
+assert_match "$out" "--cost" "attach --help"
