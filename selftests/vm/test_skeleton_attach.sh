@@ -17,8 +17,8 @@ for i in 0 1; do
 	assert_eq "$(jq -r ".probes[$i].missed" <<< "$json")" 0 "missed of probe $i"
 	assert_match "$(jq -r ".probes[$i].addr" <<< "$json")" '^0xffffffff8' "address of probe $i"
 done
-# The entry probe of an ENDBR function sits on the fentry site, after ENDBR.
+# The entry probe sits on the fentry site (after the ENDBR, if there is one).
 entry=$(jq -r '.probes[0].addr' <<< "$json")
 sym=$(awk -v f="$GETPGID_FUNC" '$3 == f { print $1; exit }' /proc/kallsyms)
-assert_eq "$entry" "$(printf '0x%x' $((0x$sym + 4)))" "entry probe address (func+4, past ENDBR)"
+assert_eq "$entry" "$(printf '0x%x' $((0x$sym + GETPGID_FENTRY)))" "entry probe address (the fentry site)"
 assert_no_kprobes

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Call-optimized probes in a module that is unloaded while they are armed
+# and hit: the module goes, its probes become [GONE], detaching them later
+# is clean, and loading and probing the module again works.
+. "$(dirname "$0")/../lib.sh"
+. "$MODDIR/sites.env"
+SINGLE="kpx_targets:kpx_target_single+$TARGETS_SINGLE"
+MULTI="kpx_targets:kpx_target_multi+$TARGETS_MULTI"
+wait_list() { # PATTERN COUNT: wait until COUNT kprobe lines match
+	for _ in $(seq 300); do
+		[ "$(grep -c -- "$1" $KPROBES_LIST 2>/dev/null)" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	fail "waited for $2 probes matching '$1': $(cat $KPROBES_LIST)"
+}
+
+for round in 1 2; do
+	insmod "$MODDIR/kpx_targets.ko" || fail "insmod (round $round)"
+	"$KPCTL" -j attach --duration 0 "$SINGLE" "$MULTI" > /tmp/kpctl.json 2>/tmp/kpctl.err &
+	kp=$!
+	# Both get call-optimized while the kthreads hit them.
+	wait_list '\[CALLOPT\]' 2
+	rmmod kpx_targets || fail "rmmod with armed probes failed (round $round)"
+	wait_list '\[GONE\]' 2
+	kill -INT $kp
+	wait $kp || fail "kpctl failed after the module went: $(cat /tmp/kpctl.err)"
+	note "round $round: $(jq -c '[.probes[] | {spec, mechanism, hits}]' /tmp/kpctl.json)"
+	for i in 0 1; do
+		[ "$(jq -r ".probes[$i].hits" /tmp/kpctl.json)" -gt 0 ] ||
+			fail "probe $i was not hit before the module went"
+	done
+	assert_no_kprobes
+done
