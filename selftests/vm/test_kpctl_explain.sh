@@ -23,7 +23,7 @@ assert_eq "$(field .kernel.callopt)" 1 "callopt knob"
 pred() { jq -r --argjson o "$1" '.sites[] | select(.offset == $o) | .mechanism' <<< "$json"; }
 assert_eq "$(pred 0)" ftrace "prediction at +0"
 assert_eq "$(pred $((GETPGID_SINGLE)))" callopt "prediction at +$GETPGID_SINGLE"
-assert_eq "$(pred $((GETPGID_MID)))" callopt "prediction at +$GETPGID_MID (multi-instruction)"
+assert_eq "$(pred $((GETPGID_MULTI)))" callopt "prediction at +$GETPGID_MULTI (multi-instruction)"
 assert_eq "$(pred $((GETPGID_MIDINSN)))" "" "+$GETPGID_MIDINSN is no boundary"
 assert_eq "$(pred "$size")" refused "prediction just past the end"
 assert_match "$(jq -r '[.sites[].mechanism] | unique | join(" ")' <<< "$json")" \
@@ -65,8 +65,8 @@ assert_eq "$(jq -r '[.sites[] | select(.mechanism == "callopt")] | length' <<< "
 	"callopt predictions with callopt off"
 assert_match "$(jq -r --argjson o $((GETPGID_SINGLE)) '.sites[] | select(.offset == $o) | .reason' \
 	<<< "$off_json")" "callopt is off" "reason with callopt off"
-assert_eq "$(jq -r --argjson o $((GETPGID_MID)) '.sites[] | select(.offset == $o) | .mechanism' \
-	<<< "$off_json")" optimized "prediction at +$GETPGID_MID with callopt off"
+assert_eq "$(jq -r --argjson o $((GETPGID_MULTI)) '.sites[] | select(.offset == $o) | .mechanism' \
+	<<< "$off_json")" optimized "prediction at +$GETPGID_MULTI with callopt off"
 check_all "$off_json"
 echo 1 > $CALLOPT
 

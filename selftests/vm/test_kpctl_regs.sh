@@ -30,10 +30,10 @@ compare() { # OFFSET MECHANISM
 	assert_no_kprobes
 }
 compare "$GETPGID_SINGLE" callopt
-compare "$GETPGID_MID" callopt
+compare "$GETPGID_MULTI" callopt
 # The jump optimization too, with callopt off for new probes.
 echo 0 > /proc/sys/debug/kprobes-callopt
-compare "$GETPGID_MID" optimized
+compare "$GETPGID_MULTI" optimized
 echo 1 > /proc/sys/debug/kprobes-callopt
 
 # Text output says whether they agree.
