@@ -50,7 +50,7 @@ assert_no_kprobes
 # A single capture at the entry: ip is the fentry site + 1.
 json=$("$KPCTL" -j regs "$F") || fail "regs $F: $json"
 sym=$(awk -v f="$F" '$3 == f { print $1; exit }' /proc/kallsyms)
-assert_eq "$(jq -r .captures[0].regs.ip <<< "$json")" "$(printf '0x%x' $((0x$sym + 5)))" \
+assert_eq "$(jq -r .captures[0].regs.ip <<< "$json")" "$(printf '0x%x' $((0x$sym + GETPGID_FENTRY + 1)))" \
 	"ip at the entry"
 assert_eq "$(jq -r .captures[0].mechanism <<< "$json")" ftrace "entry mechanism"
 
