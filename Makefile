@@ -23,11 +23,12 @@ LIBBPF_DIR := $(BUILD)/libbpf
 LIBBPF_A := $(LIBBPF_DIR)/lib/libbpf.a
 BPFTOOL := $(BUILD)/bpftool
 VMLINUX_H := $(BUILD)/vmlinux.h
+SELFTEST_BPF := $(BUILD)/selftests-bpf/bpftool_kprobe.bpf.o
 
 .PHONY: all deps kernel kernel-src kernel-debug kernel-export kernel-config \
 	tools libbpf bpftool loader stress modules modules-debug run check check-debug soak clean distclean
 
-all: kernel tools loader stress modules $(BUILD)/sites.env
+all: kernel tools loader stress modules $(BUILD)/sites.env $(SELFTEST_BPF)
 
 # --- dependencies -----------------------------------------------------------
 deps:
@@ -99,6 +100,12 @@ loader: tools
 stress: tools
 	@$(MAKE) -s -C selftests/stress BUILD=$(BUILD) CLANG=$(CLANG) LLVM_STRIP=$(LLVM_STRIP)
 
+# BPF objects that selftests load with bpftool (selftests/bpf/).
+$(BUILD)/selftests-bpf/%.bpf.o: selftests/bpf/%.bpf.c $(VMLINUX_H) | libbpf
+	@mkdir -p $(@D)
+	@$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BUILD) \
+		-I$(LIBBPF_DIR)/include -Wall -Werror -c $< -o $@
+
 # Test modules are built from a copy under build/ so that the checkout stays
 # clean (6.12's kbuild writes external module objects beside the sources),
 # one copy per kernel flavour.
@@ -136,6 +143,6 @@ soak: all
 
 clean:
 	rm -rf $(BUILD)/kobj $(BUILD)/kobj-debug $(BUILD)/loader $(BUILD)/modules \
-		$(BUILD)/libbpf $(BUILD)/bpftool-obj $(BUILD)/vm
+		$(BUILD)/libbpf $(BUILD)/bpftool-obj $(BUILD)/vm $(BUILD)/selftests-bpf
 distclean:
 	rm -rf $(BUILD)
