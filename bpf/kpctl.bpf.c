@@ -3,6 +3,8 @@
  * kpctl's BPF programs:
  * - kpctl_kprobe/kpctl_kretprobe: one program, attached once per probe site
  *   with the probe's slot as BPF cookie, counting hits per slot;
+ * - kpctl_links: attached once per function by 'links' (cookie = index),
+ *   counting hits per cookie and runs that happen after every link is gone;
  * - kpctl_regs: copies the pt_regs its kprobe handler gets into a map;
  * - kpctl_read_text: reads kernel text for 'explain' (BPF_PROG_RUN).
  */
@@ -61,6 +63,37 @@ SEC("kretprobe")
 int BPF_KRETPROBE(kpctl_kretprobe)
 {
 	return count_hit(ctx);
+}
+
+/*
+ * 'links': set by the loader only after it destroyed every link and waited
+ * for an RCU grace period (membarrier(MEMBARRIER_CMD_GLOBAL)). All cookies
+ * die at once, so one flag stands for a dead flag per cookie. Kprobe
+ * programs run inside an RCU read-side section (with preemption off), and
+ * detaching takes the program out of what a new hit can reach; once that
+ * grace period is over no invocation may still run or start. Any that sees
+ * the flag is a late run, counted in links_late (the cookie of the last one,
+ * plus 1, in links_late_cookie); it is not counted as a hit.
+ */
+__u32 links_dead;
+__u64 links_late;
+__u64 links_late_cookie;
+
+SEC("kprobe")
+int kpctl_links(struct pt_regs *ctx)
+{
+	__u32 slot = (__u32)bpf_get_attach_cookie(ctx);
+	struct kpctl_count *c;
+
+	if (*(volatile __u32 *)&links_dead) {
+		__sync_fetch_and_add(&links_late, 1);
+		links_late_cookie = (__u64)slot + 1;
+		return 0;
+	}
+	c = bpf_map_lookup_elem(&counts, &slot);
+	if (c)
+		c->hits++;
+	return 0;
 }
 
 SEC("kprobe")

@@ -23,6 +23,7 @@ enum exit_code {
 struct env {
 	bool verbose;
 	bool json;
+	const char *btf_path;	/* --btf FILE, else $KPCTL_BTF; NULL: the kernel's own */
 };
 
 extern struct env env;
@@ -41,7 +42,11 @@ struct probe {
 	__u64 missed;
 	__u64 hits;
 	__u64 ctrl_hits;
-	char mechanism[16];
+	__u32 kmech;		/* bpf_link_info's mechanism (0: not reported) */
+	__u32 kflags;		/* bpf_link_info's BPF_KPROBE_INFO_* flags */
+	char mechanism[16];	/* see mech_name() */
+	const char *mech_source;	/* "link_info", "debugfs" or "none" */
+	bool full_regs;		/* handlers get a complete pt_regs */
 	char flags[64];		/* raw debugfs flags, e.g. "[FTRACE]" */
 	double cost_ns;		/* estimated ns per hit; NAN when not measured */
 };
@@ -51,6 +56,10 @@ double now_ms(void);
 int parse_spec(const char *spec, struct probe *p);
 int check_spec_in_bounds(const struct probe *p);
 void probe_mechanism(struct probe *p);
+void probe_mechanisms(struct probe *probes, int n);
+bool mechanism_settled(const struct probe *p);
+const char *regs_word(const struct probe *p);
+const char *full_regs_json(const struct probe *p);
 void probe_link_info(struct probe *p);
 const char *attach_error(int err);
 int attach_probe(struct bpf_program *prog, struct probe *p, int slot);
@@ -67,6 +76,17 @@ int read_sysctl(const char *path);
 int write_sysctl(const char *path, int val);
 bool is_root_ok(void);
 
+/* Latency percentiles of @n samples (sorts @v). */
+struct pct {
+	double p50, p99, max, total;
+};
+
+struct pct percentiles(double *v, size_t n);
+
+/* support.c: what the running kernel lacks, said plainly */
+int require_kprobes(void);
+int require_btf(const char **custom_path);
+
 /* explain.c: FUNC, FUNC+MID and FUNC+SINGLE of the getpgid function */
 int default_getpgid_sites(struct kpctl_bpf *skel, char (*specs)[256], int max);
 
@@ -74,6 +94,7 @@ int cmd_attach(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_regs(int argc, char **argv);
 int cmd_stress(int argc, char **argv);
+int cmd_links(int argc, char **argv);
 
 /* ksyms.c: the running kernel's symbols */
 struct ksym {

@@ -36,6 +36,7 @@ struct site {
 	const char *mech;		/* ftrace, callopt, optimized, int3, refused */
 	char reason[768];
 	char observed[16];		/* --verify */
+	const char *observed_source;	/* "link_info", "debugfs", "none" */
 	char observed_err[96];
 	bool wrong_addr;		/* --verify: the probe landed elsewhere */
 };
@@ -538,6 +539,8 @@ static void print_site_json(const struct kfunc *f, const struct site *s, bool ve
 	if (verify) {
 		printf(",\"observed\":\"%s\",\"match\":%s", s->observed,
 		       strcmp(s->observed, s->mech) ? "false" : "true");
+		if (s->observed_source)
+			printf(",\"observed_source\":\"%s\"", s->observed_source);
 		if (s->observed_err[0]) {
 			printf(",\"error\":");
 			json_string(stdout, s->observed_err);
@@ -716,6 +719,7 @@ static void verify_site(struct kpctl_bpf *skel, const struct kfunc *f, struct si
 	else
 		wait_mechanism(&p, s->mech, 2.0);
 	snprintf(s->observed, sizeof(s->observed), "%s", p.mechanism);
+	s->observed_source = p.mech_source;
 	s->wrong_addr = p.addr && p.addr != s->addr;
 	if (s->wrong_addr)
 		snprintf(s->observed_err, sizeof(s->observed_err),
@@ -958,6 +962,8 @@ int cmd_explain(int argc, char **argv)
 		errx("explain takes a vmlinux function name (no MODULE: or +OFF)");
 		return EXIT_USAGE;
 	}
+	if (require_kprobes())
+		return EXIT_FAIL;
 	text_skel = open_skel();
 	if (!text_skel)
 		return EXIT_FAIL;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -134,48 +135,178 @@ int parse_spec(const char *spec, struct probe *p)
 	return 0;
 }
 
-/*
- * The mechanism behind the kprobe at @addr, from debugfs. Every kprobe the
- * kernel registered for a perf/BPF link is listed there with its flags.
- */
-void probe_mechanism(struct probe *p)
+/* kpctl's names for enum bpf_kprobe_mechanism (link info). */
+static const char *link_mech_name(__u32 m)
 {
-	char line[512], flags[64], type[4];
-	unsigned long long a;
+	switch (m) {
+	case BPF_KPROBE_MECH_INT3:
+		return "int3";
+	case BPF_KPROBE_MECH_FTRACE:
+		return "ftrace";
+	case BPF_KPROBE_MECH_CALLOPT:
+		return "callopt";
+	case BPF_KPROBE_MECH_JMPOPT:
+		return "optimized";	/* stock jump optimization, as debugfs calls it */
+	case BPF_KPROBE_MECH_PENDING:
+		return "pending";
+	case BPF_KPROBE_MECH_DISABLED:
+		return "disabled";
+	default:
+		return "unknown";
+	}
+}
+
+/* A kprobe of the debugfs list: its address, kind and flags. */
+struct kp_entry {
+	unsigned long long addr;
+	bool ret;
+	char flags[64];
+};
+
+static int kp_entry_cmp(const void *a, const void *b)
+{
+	const struct kp_entry *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return (int)x->ret - (int)y->ret;
+}
+
+/* The whole kprobes list, sorted; NULL (and errno set) when unreadable. */
+static struct kp_entry *read_kprobes_list(size_t *n)
+{
+	struct kp_entry *v = NULL, *tmp;
+	size_t cap = 0;
+	char line[512], type[4];
 	FILE *f;
 
-	snprintf(p->mechanism, sizeof(p->mechanism), "unknown");
-	if (!p->addr)
-		return;
+	*n = 0;
 	f = fopen(KPROBES_LIST, "r");
 	if (!f)
-		return;
+		return NULL;
 	while (fgets(line, sizeof(line), f)) {
+		struct kp_entry e = {};
 		char *fl;
 
-		if (sscanf(line, "%llx %3s", &a, type) != 2 || a != p->addr)
+		if (sscanf(line, "%llx %3s", &e.addr, type) != 2)
 			continue;
-		if ((type[0] == 'r') != p->retprobe)
-			continue;
+		e.ret = type[0] == 'r';
 		fl = strchr(line, '[');
-		snprintf(flags, sizeof(flags), "%s", fl ? fl : "");
-		flags[strcspn(flags, "\n")] = '\0';
-		snprintf(p->flags, sizeof(p->flags), "%s", flags);
-		if (strstr(flags, "[GONE]"))
-			snprintf(p->mechanism, sizeof(p->mechanism), "gone");
-		else if (strstr(flags, "[DISABLED]"))
-			snprintf(p->mechanism, sizeof(p->mechanism), "disabled");
-		else if (strstr(flags, "[FTRACE]"))
-			snprintf(p->mechanism, sizeof(p->mechanism), "ftrace");
-		else if (strstr(flags, "[CALLOPT]"))
-			snprintf(p->mechanism, sizeof(p->mechanism), "callopt");
-		else if (strstr(flags, "[OPTIMIZED]"))
-			snprintf(p->mechanism, sizeof(p->mechanism), "optimized");
-		else
-			snprintf(p->mechanism, sizeof(p->mechanism), "int3");
-		break;
+		snprintf(e.flags, sizeof(e.flags), "%s", fl ? fl : "");
+		e.flags[strcspn(e.flags, "\n")] = '\0';
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 256;
+			tmp = realloc(v, cap * sizeof(*v));
+			if (!tmp)
+				break;
+			v = tmp;
+		}
+		v[(*n)++] = e;
 	}
 	fclose(f);
+	if (!v)
+		v = calloc(1, sizeof(*v));
+	if (v)
+		qsort(v, *n, sizeof(*v), kp_entry_cmp);
+	return v;
+}
+
+static const char *debugfs_mech_name(const char *flags)
+{
+	if (strstr(flags, "[GONE]"))
+		return "gone";
+	if (strstr(flags, "[DISABLED]"))
+		return "disabled";
+	if (strstr(flags, "[FTRACE]"))
+		return "ftrace";
+	if (strstr(flags, "[CALLOPT]"))
+		return "callopt";
+	if (strstr(flags, "[OPTIMIZED]"))
+		return "optimized";
+	return "int3";
+}
+
+static void set_mech(struct probe *p, const char *name, const char *source, bool full_regs)
+{
+	snprintf(p->mechanism, sizeof(p->mechanism), "%s", name);
+	p->mech_source = source;
+	p->full_regs = full_regs;
+}
+
+/*
+ * The mechanism behind each probe: from bpf_link_info when the kernel
+ * reports it there (a non-zero mechanism), else from debugfs, where every
+ * kprobe the kernel registered for a perf/BPF link is listed with its flags
+ * (one read of the list for all @n probes). Every x86 kprobe mechanism of
+ * 6.12 hands its handlers a full pt_regs, so the debugfs path assumes it.
+ * KPCTL_MECH_SOURCE=debugfs ignores the link info (to test the fallback).
+ */
+void probe_mechanisms(struct probe *probes, int n)
+{
+	static bool warned;
+	const char *force = getenv("KPCTL_MECH_SOURCE");
+	bool use_link_info = !force || strcmp(force, "debugfs");
+	struct kp_entry *list = NULL;
+	bool need_list = false, list_read = false;
+	size_t nlist = 0;
+	int list_err = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct probe *p = &probes[i];
+
+		if (p->link)
+			probe_link_info(p);
+		p->flags[0] = '\0';
+		if (p->kmech && use_link_info) {
+			set_mech(p, link_mech_name(p->kmech), "link_info",
+				 p->kflags & BPF_KPROBE_INFO_FULL_REGS);
+			continue;
+		}
+		set_mech(p, "unknown", "none", false);
+		need_list |= p->addr != 0;
+	}
+	if (!need_list)
+		return;
+	list = read_kprobes_list(&nlist);
+	list_err = list ? 0 : errno;
+	list_read = list != NULL;
+	for (int i = 0; i < n && list_read; i++) {
+		struct probe *p = &probes[i];
+		struct kp_entry key = { .addr = p->addr, .ret = p->retprobe }, *e;
+
+		if ((p->kmech && use_link_info) || !p->addr)
+			continue;
+		e = bsearch(&key, list, nlist, sizeof(*list), kp_entry_cmp);
+		if (!e)
+			continue;
+		snprintf(p->flags, sizeof(p->flags), "%s", e->flags);
+		set_mech(p, debugfs_mech_name(e->flags), "debugfs", true);
+	}
+	free(list);
+	if (!list_read && !warned) {
+		warned = true;
+		errx("cannot tell the mechanism: the kernel does not report it in the link "
+		     "info, and %s is not readable (%s; debugfs not mounted, or no "
+		     "CONFIG_DEBUG_FS?)", KPROBES_LIST, strerror(list_err));
+	}
+}
+
+void probe_mechanism(struct probe *p)
+{
+	probe_mechanisms(p, 1);
+}
+
+/*
+ * Whether the mechanism is final. The link info says "pending" while the
+ * optimizer still has to install a call or jump, and "int3" only for good;
+ * debugfs shows both as int3, so int3 from debugfs is never final.
+ */
+bool mechanism_settled(const struct probe *p)
+{
+	if (!strcmp(p->mechanism, "pending"))
+		return false;
+	return strcmp(p->mechanism, "int3") ||
+	       (p->mech_source && !strcmp(p->mech_source, "link_info"));
 }
 
 void probe_link_info(struct probe *p)
@@ -192,6 +323,8 @@ void probe_link_info(struct probe *p)
 		return;
 	p->addr = info.perf_event.kprobe.addr;
 	p->missed = info.perf_event.kprobe.missed;
+	p->kmech = info.perf_event.kprobe.mechanism;
+	p->kflags = info.perf_event.kprobe.flags;
 }
 
 const char *attach_error(int err)
@@ -257,14 +390,14 @@ void detach_probe(struct probe *p)
 	p->link = NULL;
 }
 
-/* Waits up to @secs for the mechanism @want (NULL: anything but int3). */
+/* Waits up to @secs for the mechanism @want (NULL: a settled one). */
 int wait_mechanism(struct probe *p, const char *want, double secs)
 {
 	double t0 = now_ms();
 
 	for (;;) {
 		probe_mechanism(p);
-		if (want ? !strcmp(p->mechanism, want) : !!strcmp(p->mechanism, "int3"))
+		if (want ? !strcmp(p->mechanism, want) : mechanism_settled(p))
 			return 0;
 		if (now_ms() - t0 >= secs * 1e3 || stop_requested)
 			return -ETIMEDOUT;
@@ -274,12 +407,33 @@ int wait_mechanism(struct probe *p, const char *want, double secs)
 
 bool probes_settled(struct probe *probes, int n)
 {
-	for (int i = 0; i < n; i++) {
-		probe_mechanism(&probes[i]);
-		if (!strcmp(probes[i].mechanism, "int3"))
+	probe_mechanisms(probes, n);
+	for (int i = 0; i < n; i++)
+		if (!mechanism_settled(&probes[i]))
 			return false;
-	}
 	return true;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct pct percentiles(double *v, size_t n)
+{
+	struct pct p = {};
+
+	if (!n)
+		return p;
+	for (size_t i = 0; i < n; i++)
+		p.total += v[i];
+	qsort(v, n, sizeof(*v), cmp_double);
+	p.p50 = v[(n - 1) / 2];
+	p.p99 = v[(size_t)ceil(0.99 * n) - 1];
+	p.max = v[n - 1];
+	return p;
 }
 
 void read_counts(struct kpctl_bpf *skel, struct probe *probes, int n)
@@ -317,10 +471,18 @@ void reset_counts(struct kpctl_bpf *skel, int n)
 	}
 }
 
+/*
+ * Opens the skeleton, once the kernel's BTF is known to be there (or the
+ * file --btf/KPCTL_BTF names, which libbpf then uses for CO-RE instead).
+ */
 struct kpctl_bpf *open_skel(void)
 {
-	struct kpctl_bpf *skel = kpctl_bpf__open();
+	LIBBPF_OPTS(bpf_object_open_opts, opts);
+	struct kpctl_bpf *skel;
 
+	if (require_btf(&opts.btf_custom_path))
+		return NULL;
+	skel = kpctl_bpf__open_opts(&opts);
 	if (!skel)
 		errx("cannot open the BPF object: %s", strerror(errno));
 	return skel;
@@ -350,17 +512,33 @@ int load_skel(struct kpctl_bpf *skel, ...)
 	return err;
 }
 
+/* "full", "partial", or "?" when the mechanism itself is unknown. */
+const char *regs_word(const struct probe *p)
+{
+	if (!p->mech_source || !strcmp(p->mech_source, "none"))
+		return "?";
+	return p->full_regs ? "full" : "partial";
+}
+
+const char *full_regs_json(const struct probe *p)
+{
+	if (!p->mech_source || !strcmp(p->mech_source, "none"))
+		return "null";
+	return p->full_regs ? "true" : "false";
+}
+
 static void print_probes(struct probe *probes, int n, bool with_hits, bool with_cost)
 {
-	printf("%-28s %-18s %-10s %-5s", "PROBE", "ADDRESS", "MECHANISM", "REGS");
+	printf("%-28s %-18s %-10s %-9s %-5s", "PROBE", "ADDRESS", "MECHANISM", "SOURCE", "REGS");
 	if (with_hits)
 		printf(" %10s %7s", "HITS", "MISSED");
 	if (with_cost)
 		printf(" %8s", "NS/HIT~");
 	printf("  %s\n", "DEBUGFS");
 	for (int i = 0; i < n; i++) {
-		printf("%-28s 0x%016llx %-10s %-5s", probes[i].spec,
-		       (unsigned long long)probes[i].addr, probes[i].mechanism, "full");
+		printf("%-28s 0x%016llx %-10s %-9s %-5s", probes[i].spec,
+		       (unsigned long long)probes[i].addr, probes[i].mechanism,
+		       probes[i].mech_source, regs_word(&probes[i]));
 		if (with_hits)
 			printf(" %10llu %7llu", (unsigned long long)probes[i].hits,
 			       (unsigned long long)probes[i].missed);
@@ -396,9 +574,12 @@ static void print_json(struct probe *probes, int n, const struct attach_result *
 		printf(",\"func\":");
 		json_string(stdout, p->func);
 		printf(",\"offset\":%lu,\"retprobe\":%s,\"addr\":\"0x%llx\","
-		       "\"mechanism\":\"%s\",\"regs\":\"full\",\"hits\":%llu,\"missed\":%llu",
+		       "\"mechanism\":\"%s\",\"mechanism_source\":\"%s\","
+		       "\"link_info\":{\"mechanism\":%u,\"flags\":%u},"
+		       "\"full_regs\":%s,\"regs\":\"%s\",\"hits\":%llu,\"missed\":%llu",
 		       p->offset, p->retprobe ? "true" : "false",
-		       (unsigned long long)p->addr, p->mechanism,
+		       (unsigned long long)p->addr, p->mechanism, p->mech_source,
+		       p->kmech, p->kflags, full_regs_json(p), regs_word(p),
 		       (unsigned long long)p->hits, (unsigned long long)p->missed);
 		if (r->cost_calls && isnan(p->cost_ns))
 			printf(",\"cost_ns_per_hit\":null");
@@ -484,7 +665,10 @@ static void usage_attach(FILE *f)
 "                      getpgid does not reach); counts only this process's hits\n"
 "\n"
 "MECHANISM is ftrace (function entry), callopt (call-optimized), optimized\n"
-"(jump-optimized), int3, disabled or gone, as the kernel's kprobes list says.\n"
+"(jump-optimized), pending (int3 until the optimizer is done), int3, disabled\n"
+"or gone. SOURCE is link_info when the kernel reports it in bpf_link_info,\n"
+"else debugfs (its kprobes list, which shows pending as int3); REGS is full\n"
+"when handlers get a complete pt_regs (link info; assumed from debugfs).\n"
 "  -h, --help          this help\n"
 "\n"
 "Examples:\n"
@@ -662,6 +846,8 @@ int cmd_attach(int argc, char **argv)
 	probes = parse_specs(n, argv + optind);
 	if (!probes)
 		return EXIT_USAGE;
+	if (require_kprobes())
+		goto out;
 
 	skel = open_skel();
 	if (!skel)
@@ -696,6 +882,7 @@ int cmd_attach(int argc, char **argv)
 	if (o.duration >= 0)
 		watch(skel, probes, n, &o);
 	read_counts(skel, probes, n);
+	probe_mechanisms(probes, n);
 	ret = EXIT_OK;
 
 detach:
@@ -723,10 +910,15 @@ static void usage(FILE *f)
 "                   the current mechanism and with int3, and check they agree)\n"
 "  stress           attach/detach probes in a loop while threads hit them;\n"
 "                   latency percentiles and exact hit accounting\n"
+"  links            attach one BPF kprobe link to each of N kernel functions,\n"
+"                   time attach and detach per link, check that no program\n"
+"                   runs after detach and a grace period\n"
 "\n"
 "Options:\n"
 "  -j, --json       machine-readable output (every command)\n"
 "  -v, --verbose    libbpf debug output\n"
+"  --btf FILE       kernel BTF for CO-RE (default: /sys/kernel/btf/vmlinux;\n"
+"                   also $KPCTL_BTF); kpctl refuses to run without it\n"
 "  -h, --help       this help; 'kpctl COMMAND --help' for a command\n"
 "\n"
 "Exit status: 0 success, 1 the kernel refused or a check failed, 2 bad usage.\n"
@@ -735,7 +927,8 @@ static void usage(FILE *f)
 "  kpctl attach __x64_sys_getpgid+0x18 --trigger 1000\n"
 "  kpctl explain __x64_sys_getpgid\n"
 "  kpctl regs --compare __x64_sys_getpgid+0x18\n"
-"  kpctl -j stress --iterations 100 --workers 2\n");
+"  kpctl -j stress --iterations 100 --workers 2\n"
+"  kpctl -j links -n 200\n");
 }
 
 int main(int argc, char **argv)
@@ -743,14 +936,19 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "btf", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct rlimit rl;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "+jvh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'B':
+			env.btf_path = optarg;
+			break;
 		case 'j':
 			env.json = true;
 			break;
@@ -770,6 +968,11 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	libbpf_set_print(libbpf_print);
+	/* Two fds per kprobe link (perf event and link): allow thousands. */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
@@ -783,6 +986,8 @@ int main(int argc, char **argv)
 		return cmd_regs(argc, argv);
 	if (!strcmp(argv[0], "stress"))
 		return cmd_stress(argc, argv);
+	if (!strcmp(argv[0], "links"))
+		return cmd_links(argc, argv);
 	errx("unknown command '%s' (see --help)", argv[0]);
 	return EXIT_USAGE;
 }

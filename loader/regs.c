@@ -27,6 +27,7 @@ enum { REG_ORIG_AX = 15, REG_IP, REG_CS, REG_FLAGS, REG_SP, REG_SS };
 
 struct capture {
 	char mechanism[16];
+	const char *source;	/* where the mechanism came from */
 	__u64 w[KPCTL_REGS_WORDS];
 };
 
@@ -72,6 +73,7 @@ static int capture_once(struct kpctl_bpf *skel, struct probe *p, bool trigger,
 	memcpy(c->w, after.words, sizeof(c->w));
 	probe_mechanism(p);
 	snprintf(c->mechanism, sizeof(c->mechanism), "%s", p->mechanism);
+	c->source = p->mech_source;
 	return 0;
 }
 
@@ -112,7 +114,8 @@ static void print_regs_json(const struct probe *p, const struct capture *c, int 
 	json_string(stdout, p->spec);
 	printf(",\"addr\":\"0x%llx\",\"captures\":[", (unsigned long long)p->addr);
 	for (int k = 0; k < n; k++) {
-		printf("%s{\"mechanism\":\"%s\",\"regs\":{", k ? "," : "", c[k].mechanism);
+		printf("%s{\"mechanism\":\"%s\",\"mechanism_source\":\"%s\",\"regs\":{",
+		       k ? "," : "", c[k].mechanism, c[k].source ? c[k].source : "none");
 		for (int i = 0; i < KPCTL_REGS_WORDS; i++)
 			printf("%s\"%s\":\"0x%llx\"", i ? "," : "", reg_names[i],
 			       (unsigned long long)c[k].w[i]);
@@ -310,7 +313,7 @@ int cmd_regs(int argc, char **argv)
 		     getpgid_func());
 		return EXIT_USAGE;
 	}
-	if (check_spec_in_bounds(&p))
+	if (check_spec_in_bounds(&p) || require_kprobes())
 		return EXIT_FAIL;
 	ret = EXIT_FAIL;
 	pin_to_this_cpu();

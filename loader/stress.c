@@ -27,11 +27,18 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <linux/membarrier.h>
 #include <bpf/libbpf.h>
 #include "common.h"
 #include "kpctl.skel.h"
 
 #define MAX_SITES 16
+
+/* Mechanisms counted per site; the text output shows the first four. */
+static const char *const mech_names[] = {
+	"ftrace", "callopt", "optimized", "int3", "pending", "disabled", "gone", "unknown",
+};
+#define NMECH (sizeof(mech_names) / sizeof(mech_names[0]))
 
 struct stress_opts {
 	char specs[MAX_SITES][256];
@@ -48,7 +55,8 @@ struct stress_opts {
 struct site_stats {
 	long c;			/* hits per getpgid(0) call; -1 until learned */
 	__u64 hits, ctrl_hits, worker_hits, lower, upper, missed;
-	long mech[5];		/* ftrace, callopt, optimized, int3, other */
+	long mech[NMECH];	/* per mech_names[] */
+	const char *mech_source;	/* of the last observation */
 	long violations;
 };
 
@@ -126,12 +134,10 @@ static void violation(struct stress *s, const char *fmt, ...)
 
 static int mech_index(const char *m)
 {
-	static const char *const names[] = { "ftrace", "callopt", "optimized", "int3" };
-
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(m, names[i]))
+	for (size_t i = 0; i < NMECH - 1; i++)
+		if (!strcmp(m, mech_names[i]))
 			return i;
-	return 4;
+	return NMECH - 1;
 }
 
 /* The checks of one interval, once everything is detached again. */
@@ -203,9 +209,10 @@ static void detach_sites(struct stress *s)
 
 static void note_mechanisms(struct stress *s)
 {
+	probe_mechanisms(s->probes, s->o.nsites);
 	for (int j = 0; j < s->o.nsites; j++) {
-		probe_mechanism(&s->probes[j]);
 		s->st[j].mech[mech_index(s->probes[j].mechanism)]++;
+		s->st[j].mech_source = s->probes[j].mech_source;
 	}
 }
 
@@ -225,40 +232,21 @@ static int run_interval(struct stress *s, long i)
 		atomic_store(&s->gen, 4 * i + 3);
 	}
 	detach_sites(s);
+	/*
+	 * A program may still be running, started before the detach, until
+	 * an RCU grace period after it returned (the kernel does not wait for
+	 * it in the detach path); membarrier(MEMBARRIER_CMD_GLOBAL) waits
+	 * one, so the counts are final when they are read.
+	 */
+	syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
 	atomic_store(&s->gen, 4 * i + 4);
 	if (!err)
 		check_interval(s, i);
 	return err;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-struct pct {
-	double p50, p99, max;
-};
-
-static struct pct percentiles(double *v, size_t n)
-{
-	struct pct p = {};
-
-	if (!n)
-		return p;
-	qsort(v, n, sizeof(*v), cmp_double);
-	p.p50 = v[(n - 1) / 2];
-	p.p99 = v[(size_t)ceil(0.99 * n) - 1];
-	p.max = v[n - 1];
-	return p;
-}
-
 static void print_stress_json(struct stress *s, struct pct a, struct pct d, double secs)
 {
-	static const char *const mech[] = { "ftrace", "callopt", "optimized", "int3", "other" };
-
 	printf("{\"iterations\":%ld,\"workers\":%d,\"trigger\":%ld,\"seconds\":%.3f,"
 	       "\"worker_calls\":%llu,\"attach_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f,"
 	       "\"n\":%zu},\"detach_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f,\"n\":%zu},"
@@ -278,13 +266,14 @@ static void print_stress_json(struct stress *s, struct pct a, struct pct d, doub
 		       (unsigned long long)st->worker_hits, (unsigned long long)st->lower,
 		       (unsigned long long)st->upper, (unsigned long long)st->missed,
 		       st->violations);
-		for (int m = 0, first = 1; m < 5; m++) {
+		for (size_t m = 0, first = 1; m < NMECH; m++) {
 			if (!st->mech[m])
 				continue;
-			printf("%s\"%s\":%ld", first ? "" : ",", mech[m], st->mech[m]);
+			printf("%s\"%s\":%ld", first ? "" : ",", mech_names[m], st->mech[m]);
 			first = 0;
 		}
-		printf("}}");
+		printf("},\"mechanism_source\":\"%s\"}",
+		       st->mech_source ? st->mech_source : "none");
 	}
 	printf("],\"violations\":%ld,\"first_violation\":", s->violations);
 	json_string(stdout, s->first_violation);
@@ -301,18 +290,21 @@ static void print_stress_text(struct stress *s, struct pct a, struct pct d, doub
 	printf("detach ms: p50 %.3f  p99 %.3f  max %.3f  (%zu)\n", d.p50, d.p99, d.max,
 	       s->ndetach);
 	printf("%-28s %5s %10s %10s %21s %7s %6s  %s\n", "SITE", "HIT/C", "HITS", "WORKER",
-	       "WORKER BOUNDS", "MISSED", "ERRORS", "MECHANISMS (f/c/o/i/?)");
+	       "WORKER BOUNDS", "MISSED", "ERRORS", "MECHANISMS (f/c/o/i/other)");
 	for (int j = 0; j < s->o.nsites; j++) {
 		struct site_stats *st = &s->st[j];
 		char bounds[32];
+		long other = 0;
 
 		snprintf(bounds, sizeof(bounds), "%llu..%llu", (unsigned long long)st->lower,
 			 (unsigned long long)st->upper);
+		for (size_t m = 4; m < NMECH; m++)
+			other += st->mech[m];
 		printf("%-28s %5ld %10llu %10llu %21s %7llu %6ld  %ld/%ld/%ld/%ld/%ld\n",
 		       s->probes[j].spec, st->c, (unsigned long long)st->hits,
 		       (unsigned long long)st->worker_hits, bounds,
 		       (unsigned long long)st->missed, st->violations, st->mech[0],
-		       st->mech[1], st->mech[2], st->mech[3], st->mech[4]);
+		       st->mech[1], st->mech[2], st->mech[3], other);
 	}
 	if (s->violations)
 		printf("kpctl: %ld accounting violation(s); first: %s\n", s->violations,
@@ -552,7 +544,7 @@ int cmd_stress(int argc, char **argv)
 	s->ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (s->o.pin)
 		pin_self(0);
-	if (load_stress_skel(s))
+	if (require_kprobes() || load_stress_skel(s))
 		goto out;
 	ret = setup_sites(s);
 	if (ret >= 0)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# kpctl attach: the per-hit cost estimate, exact counts next to it, offsets
-# past the end refused by kpctl, and Ctrl-C while attaching many probes
+# kpctl attach: the per-hit cost estimate, exact counts next to it, where
+# the mechanism comes from (link info or debugfs), offsets past the end
+# refused by kpctl, and Ctrl-C while attaching many probes
 # detaches everything attached so far.
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
@@ -29,6 +30,45 @@ assert_no_kprobes
 out=$("$KPCTL" attach --cost 1000 "$F+$GETPGID_SINGLE") || fail "attach --cost: $out"
 assert_match "$out" "NS/HIT~" "cost column"
 assert_match "$out" "estimate" "cost labelled an estimate"
+assert_no_kprobes
+
+# Where the mechanism comes from: the link info (bpf_link_info's
+# perf_event.kprobe.mechanism and flags) when the kernel reports it, else
+# debugfs. When the kernel reports it: the entry is ftrace with full
+# pt_regs, the mid-function site callopt, and the debugfs fallback
+# (KPCTL_MECH_SOURCE=debugfs) agrees with it.
+specs=("$F" "$F+$GETPGID_MID" "$F+$GETPGID_SINGLE")
+json=$("$KPCTL" -j attach --wait-opt 10 --trigger 10 "${specs[@]}") || fail "attach: $json"
+note "$json"
+if [ "$(field '.probes[0].link_info.mechanism')" != 0 ]; then
+	note "the kernel reports mechanisms in bpf_link_info"
+	for i in 0 1 2; do
+		assert_eq "$(field ".probes[$i].mechanism_source")" link_info "source of probe $i"
+		assert_eq "$(field ".probes[$i].hits")" 10 "hits of probe $i"
+	done
+	assert_eq "$(field '.probes[0].mechanism')" ftrace "mechanism at the entry"
+	assert_eq "$(field '.probes[0].full_regs')" true "full regs at the entry"
+	assert_eq "$(field '.probes[0].link_info.flags')" 1 "link info flags at the entry"
+	if [ "$(cat /proc/sys/debug/kprobes-callopt)" = 1 ] &&
+	   [ "$(cat /proc/sys/debug/kprobes-optimization)" = 1 ]; then
+		assert_eq "$(field '.probes[1].mechanism')" callopt "mechanism at +$GETPGID_MID"
+		assert_eq "$(field '.probes[1].full_regs')" true "full regs at +$GETPGID_MID"
+	fi
+	fallback=$(KPCTL_MECH_SOURCE=debugfs "$KPCTL" -j attach --wait-opt 10 "${specs[@]}") ||
+		fail "attach, debugfs fallback: $fallback"
+	for i in 0 1 2; do
+		assert_eq "$(jq -r ".probes[$i].mechanism_source" <<< "$fallback")" debugfs 			"forced source of probe $i"
+		assert_eq "$(jq -r ".probes[$i].mechanism" <<< "$fallback")" 			"$(field ".probes[$i].mechanism")" "debugfs agrees with the link info, probe $i"
+	done
+else
+	note "the kernel does not report mechanisms in bpf_link_info: debugfs"
+	for i in 0 1 2; do
+		assert_eq "$(field ".probes[$i].mechanism_source")" debugfs "source of probe $i"
+	done
+	assert_eq "$(field '.probes[0].mechanism')" ftrace "mechanism at the entry"
+fi
+out=$("$KPCTL" attach "$F") || fail "attach text: $out"
+assert_match "$out" "SOURCE +REGS" "source column"
 assert_no_kprobes
 
 # An offset past the function's end would land in the next symbol: refused.

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# kpctl links: one BPF kprobe link on each of 200 kernel functions; attach
+# and detach latencies, mechanisms, hits, no program run after detach and a
+# grace period (late runs; and a negative control that must report some),
+# nothing left registered; kretprobes; the stock
+# detach path (kprobes-fast-detach=0) when the knob exists; Ctrl-C while
+# attaching; bad usage.
+. "$(dirname "$0")/../lib.sh"
+. "$SITES"
+F=$GETPGID_FUNC
+FAST=/proc/sys/debug/kprobes-fast-detach
+
+# The kernel may release kprobes after detach returns: give it 5 s.
+wait_no_kprobes() {
+	for _ in $(seq 50); do
+		[ -z "$(cat "$KPROBES_LIST" 2>/dev/null)" ] && return 0
+		sleep 0.1
+	done
+	assert_no_kprobes
+}
+
+check_links() { # JSON N WHAT
+	local json=$1 n=$2 what=$3 attached failures
+	field() { jq -r "$1" <<< "$json"; }
+	attached=$(field .attached)
+	failures=$(field .attach_failures)
+	if [ "$attached" != "$n" ]; then
+		# Only when the candidates ran out, every failure accounted for.
+		[ "$attached" -ge $((n * 95 / 100)) ] || fail "$what: attached $attached of $n"
+		assert_eq $((attached + failures)) "$(field .candidates)" \
+			"$what: attached + failures when short of $n"
+	fi
+	assert_eq "$(field '[.failure_reasons[]] | add // 0')" "$failures" \
+		"$what: failure reasons add up"
+	assert_eq "$(field .late_runs)" 0 "$what: late runs"
+	assert_eq "$(field .late_check.flagged)" 0 "$what: runs that saw the dead flag"
+	assert_eq "$(field '[.mechanisms[]] | add')" "$attached" "$what: mechanisms add up"
+	assert_eq "$(field '[.mechanism_source[]] | add')" "$attached" \
+		"$what: mechanism sources add up"
+	# Every link is at a function's entry: the ftrace site, full pt_regs.
+	assert_eq "$(field .mechanisms.ftrace)" "$attached" "$what: ftrace at every entry"
+	assert_eq "$(field .full_regs)" "$attached" "$what: full regs"
+	[ "$(field .functions_hit)" -gt 0 ] || fail "$what: no function hit"
+	jq -e --arg f "$F" '.functions_hit_sample | index($f)' <<< "$json" > /dev/null ||
+		fail "$what: $F (first candidate) not hit"
+	jq -e '.attach_ms.p50 <= .attach_ms.p99 and .attach_ms.p99 <= .attach_ms.max and
+		.detach_ms.p50 <= .detach_ms.p99 and .detach_ms.p99 <= .detach_ms.max and
+		.attach_ms.max <= .attach_ms.sum and .attach_ms.sum <= .attach_ms.total and
+		.detach_ms.max <= .detach_ms.sum and .detach_ms.sum <= .detach_ms.total' <<< "$json" > /dev/null || fail "$what: latencies out of order"
+}
+
+start=$(date +%s)
+json=$("$KPCTL" -j links -n 200) || fail "links -n 200: $json"
+note "$json"
+check_links "$json" 200 "links -n 200"
+jq -r '"attach ms total \(.attach_ms.total) p50 \(.attach_ms.p50) p99 \(.attach_ms.p99);" +
+	" detach ms total \(.detach_ms.total) p50 \(.detach_ms.p50) p99 \(.detach_ms.p99);" +
+	" fast_detach \(.fast_detach)"' <<< "$json" | sed 's/^/# /'
+wait_no_kprobes
+
+json=$("$KPCTL" -j links -n 50 --kretprobe --trigger 100 --late 200) ||
+	fail "links --kretprobe: $json"
+note "$json"
+assert_eq "$(jq -r .kretprobe <<< "$json")" true "kretprobe run"
+check_links "$json" 50 "links --kretprobe"
+wait_no_kprobes
+
+# The stock detach path (synchronous grace periods) must be as clean.
+if [ -w "$FAST" ]; then
+	old=$(cat "$FAST")
+	echo 0 > "$FAST"
+	json=$("$KPCTL" -j links -n 30 --trigger 100 --late 200)
+	rc=$?
+	echo "$old" > "$FAST"
+	[ $rc = 0 ] || fail "links with fast detach off: $json"
+	note "$json"
+	assert_eq "$(jq -r .fast_detach <<< "$json")" 0 "fast_detach reported"
+	check_links "$json" 30 "links, fast detach off"
+	wait_no_kprobes
+else
+	note "no $FAST: stock detach only"
+fi
+
+# Text output.
+out=$("$KPCTL" links -n 10 --trigger 50 --late 50) || fail "links text: $out"
+note "$out"
+assert_match "$out" "attached 10 of 10" "text: attached"
+assert_match "$out" "detach ms: total" "text: detach latencies"
+assert_match "$out" "0 late run" "text: late runs"
+wait_no_kprobes
+
+# The negative control: the dead flag set while attached must be caught.
+assert_rc 1 "$KPCTL" -j links -n 5 --control --late 50
+json=$(sed -n '/^{/p' <<< "$out")
+[ "$(jq -r .late_runs <<< "$json")" -gt 0 ] || fail "negative control: no late run: $out"
+assert_match "$out" "as the negative control wants" "negative control message"
+wait_no_kprobes
+
+# Ctrl-C in the middle of attaching: everything attached is detached, exit 1.
+"$KPCTL" links -n 4000 > /tmp/links.out 2> /tmp/links.err &
+pid=$!
+for _ in $(seq 300); do
+	[ "$(wc -l < $KPROBES_LIST)" -ge 10 ] && break
+	sleep 0.05
+done
+[ "$(wc -l < $KPROBES_LIST)" -ge 10 ] || fail "no link attached after 15 s"
+kill -INT $pid
+wait $pid
+rc=$?
+assert_eq $rc 1 "exit status after Ctrl-C"
+assert_match "$(cat /tmp/links.err)" "interrupted while attaching" "Ctrl-C message"
+wait_no_kprobes
+
+assert_rc 2 "$KPCTL" links -n 0
+assert_rc 2 "$KPCTL" links -n 5000
+assert_rc 2 "$KPCTL" links -n 1.5
+assert_rc 2 "$KPCTL" links --hold x
+assert_rc 2 "$KPCTL" links extra
+assert_rc 0 "$KPCTL" links --help
+assert_match "$out" "late run" "links --help"
+note "$(( $(date +%s) - start )) s"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# kpctl on kernels that lack something, simulated in a private mount
+# namespace: no BTF (/sys/kernel/btf hidden, or --btf/KPCTL_BTF naming a
+# missing file), no kprobe PMU (/sys/bus/event_source/devices hidden), no
+# kprobes at all (register_kprobe also gone from /proc/kallsyms), no debugfs.
+# Each gets a clear message and exit 1, and leaves nothing behind.
+. "$(dirname "$0")/../lib.sh"
+. "$SITES"
+F=$GETPGID_FUNC
+command -v unshare > /dev/null || skip "no unshare(1)"
+
+kpctl_progs() { "$BPFTOOL" prog show 2>/dev/null | grep -c 'name kpctl_'; }
+progs_before=$(kpctl_progs)
+
+# CMD... run in a private mount namespace after the shell snippet $SETUP.
+in_ns() {
+	unshare -m --propagation private bash -c "$SETUP"' && exec "$@"' ns "$@"
+}
+
+check_refused() { # REGEX WHAT (runs every kernel-facing command)
+	local cmd
+	for cmd in "attach $F" "links -n 5" "stress -n 1 -s $F" "regs $F" "explain $F"; do
+		# shellcheck disable=SC2086
+		assert_rc 1 in_ns "$KPCTL" $cmd
+		assert_match "$out" "$1" "$2: kpctl $cmd"
+	done
+	assert_no_kprobes
+	assert_eq "$(kpctl_progs)" "$progs_before" "$2: BPF programs left behind"
+}
+
+# No BTF: /sys/kernel/btf/vmlinux missing.
+SETUP='mount -t tmpfs none /sys/kernel/btf'
+check_refused "kernel has no BTF \(CONFIG_DEBUG_INFO_BTF\): /sys/kernel/btf/vmlinux is missing; CO-RE programs cannot load" \
+	"no BTF"
+# The same through the override, and the override that works.
+SETUP=true
+assert_rc 1 env KPCTL_BTF=/nonexistent/vmlinux "$KPCTL" attach "$F"
+assert_match "$out" "kernel has no BTF .*/nonexistent/vmlinux is missing \(KPCTL_BTF\)" "KPCTL_BTF"
+assert_rc 1 "$KPCTL" --btf /nonexistent/vmlinux -j links -n 3
+assert_match "$out" "kernel has no BTF .*\(--btf\)" "--btf"
+assert_no_kprobes
+assert_eq "$(kpctl_progs)" "$progs_before" "BPF programs left behind (--btf)"
+assert_rc 0 env KPCTL_BTF=/sys/kernel/btf/vmlinux "$KPCTL" attach --trigger 5 "$F"
+assert_no_kprobes
+
+# No kprobe PMU (CONFIG_KPROBE_EVENTS off), kprobes built in.
+SETUP='mount -t tmpfs none /sys/bus/event_source/devices'
+check_refused "the kernel has no kprobe PMU \(/sys/bus/event_source/devices/kprobe is absent" \
+	"no kprobe PMU"
+
+# No kprobes at all (CONFIG_KPROBES off): no PMU, no register_kprobe.
+grep -vw register_kprobe /proc/kallsyms > /tmp/kallsyms.nokprobes
+SETUP='mount -t tmpfs none /sys/bus/event_source/devices &&
+	mount --bind /tmp/kallsyms.nokprobes /proc/kallsyms'
+check_refused "the kernel has no kprobes \(CONFIG_KPROBES" "no kprobes"
+
+# No debugfs: the mechanism comes from the link info when the kernel reports
+# it; from nowhere otherwise, which kpctl says (and it still works).
+SETUP='umount -l /sys/kernel/debug'
+json=$(in_ns "$KPCTL" -j attach --trigger 5 "$F" 2>/tmp/nodebugfs.err) ||
+	fail "attach without debugfs: $json $(cat /tmp/nodebugfs.err)"
+note "$json"
+if [ "$(jq -r '.probes[0].link_info.mechanism' <<< "$json")" != 0 ]; then
+	assert_eq "$(jq -r '.probes[0].mechanism_source' <<< "$json")" link_info "source"
+	assert_eq "$(jq -r '.probes[0].mechanism' <<< "$json")" ftrace "mechanism"
+fi
+json=$(KPCTL_MECH_SOURCE=debugfs in_ns "$KPCTL" -j attach --trigger 5 "$F" \
+	2>/tmp/nodebugfs.err) || fail "attach without debugfs, forced: $json"
+assert_eq "$(jq -r '.probes[0].mechanism' <<< "$json")" unknown "mechanism, no source"
+assert_eq "$(jq -r '.probes[0].mechanism_source' <<< "$json")" none "source, none"
+assert_eq "$(jq -r '.probes[0].full_regs' <<< "$json")" null "full_regs, no source"
+assert_eq "$(jq -r '.probes[0].hits' <<< "$json")" 5 "hits without debugfs"
+assert_match "$(cat /tmp/nodebugfs.err)" "cannot tell the mechanism: .*kprobes/list is not readable" \
+	"message without debugfs"
+assert_no_kprobes
