@@ -9,8 +9,9 @@
 #    period (late runs, with a negative control in test_kpctl_links), and
 #    every kprobe is gone shortly after;
 #  - the stock path (knob 0) still works and still waits.
-# TCG wall time is noisy when the host is busy: a p99 over the limit is
-# measured once more before it counts as a failure (both are logged).
+# TCG wall time is noisy when the host is busy (another QEMU, a build): a
+# p99 over the limit is measured up to three times before it counts as a
+# failure (all are logged). On a quiet host the first try passes.
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
@@ -35,12 +36,13 @@ for site in "$F" "$F+$GETPGID_SINGLE"; do
 		assert_eq "$(jq -r .violations <<< "$j")" 0 "$site: hit accounting"
 		assert_eq "$(jq -r ".sites[0].mechanisms.$mech" <<< "$j")" 200 "$site: $mech every cycle"
 	done
-	if ! jq -e '.detach_ms.p99 <= 1' <<< "$fast" > /dev/null; then
+	for try in 2 3; do
+		jq -e '.detach_ms.p99 <= 1' <<< "$fast" > /dev/null && break
 		fast=$(stress_detach "$site")
-		note "$site fast, again: $(jq -c .detach_ms <<< "$fast")"
-		jq -e '.detach_ms.p99 <= 1' <<< "$fast" > /dev/null ||
-			fail "$site: detach p99 $(jq .detach_ms.p99 <<< "$fast") ms > 1 ms"
-	fi
+		note "$site fast, try $try: $(jq -c .detach_ms <<< "$fast")"
+	done
+	jq -e '.detach_ms.p99 <= 1' <<< "$fast" > /dev/null ||
+		fail "$site: detach p99 $(jq .detach_ms.p99 <<< "$fast") ms > 1 ms in 3 tries"
 	# Stock waits for grace periods: tens of ms here. At least 20x slower.
 	jq -e --argjson s "$(jq .detach_ms.p50 <<< "$stock")" '.detach_ms.p50 * 20 <= $s' \
 		<<< "$fast" > /dev/null || fail "$site: fast p50 not 20x below stock's"
