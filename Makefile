@@ -141,6 +141,17 @@ soak: all
 	@scripts/vm-run --smp 4 --mem 2048 --timeout $$(( $${SOAK_MINUTES:-30} * 60 + 600 )) -- \
 		selftests/soak $${SOAK_MINUTES:-30}
 
+# --- benchmarks (docs/benchmarks.md) -------------------------------------------
+.PHONY: bench bench-tool
+# build/kpx-bench, the in-VM half (bench/, bpf/bench.bpf.c).
+bench-tool: tools
+	@$(MAKE) -s -C bench BUILD=$(BUILD) CLANG=$(CLANG) LLVM_STRIP=$(LLVM_STRIP)
+
+# One VM boot per measurement mode; prints the table, writes JSON and a
+# chart under build/bench/ (about 15 minutes on 2 cores).
+bench: all bench-tool
+	@scripts/bench
+
 clean:
 	rm -rf $(BUILD)/kobj $(BUILD)/kobj-debug $(BUILD)/loader $(BUILD)/modules \
 		$(BUILD)/libbpf $(BUILD)/bpftool-obj $(BUILD)/vm $(BUILD)/selftests-bpf

@@ -1,0 +1,1199 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * kpx-bench: the in-VM half of 'make bench' (scripts/bench, docs/benchmarks.md).
+ * Prints raw measurements as one JSON object per command; the host computes
+ * the statistics.
+ *
+ *   kpx-bench hit     per-hit cost of each mechanism (getpgid loop, baseline
+ *                     repetitions interleaved)
+ *   kpx-bench scale   the same with 1, 2, 4 threads pinned to distinct CPUs
+ *   kpx-bench optwait time from attach to optimized (stock jmp vs callopt)
+ *   kpx-bench detach  latency of detaching one link, repeated
+ *   kpx-bench links   total time to attach and detach N links
+ *
+ * Knobs: /proc/sys/debug/kprobes-optimization (0: int3),
+ * /proc/sys/debug/kprobes-callopt (0: stock jump optprobes),
+ * /proc/sys/debug/kprobes-fast-detach (0: stock detach; may be absent).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "bench.skel.h"
+
+#define KPROBES_LIST	"/sys/kernel/debug/kprobes/list"
+#define KNOB_OPT	"/proc/sys/debug/kprobes-optimization"
+#define KNOB_CALLOPT	"/proc/sys/debug/kprobes-callopt"
+#define KNOB_FASTDET	"/proc/sys/debug/kprobes-fast-detach"
+
+static bool verbose;
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "kpx-bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static void note(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "kpx-bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	return verbose ? vfprintf(stderr, fmt, args) : 0;
+}
+
+static inline long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline void getpgid0(void)
+{
+	syscall(SYS_getpgid, 0);
+}
+
+static void sleep_ms(double ms)
+{
+	struct timespec ts = { (time_t)(ms / 1e3), (long)((ms - (time_t)(ms / 1e3) * 1e3) * 1e6) };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---- knobs ---------------------------------------------------------------- */
+
+static int read_knob(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int v = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static void write_knob(const char *path, int val)
+{
+	FILE *f;
+
+	if (val < 0 || access(path, F_OK))
+		return;		/* absent knob: nothing to set (reported as such) */
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "%d\n", val) < 0 || fclose(f))
+		die("cannot write %d to %s: %s", val, path, strerror(errno));
+}
+
+struct knobs {
+	int opt, callopt, fastdet;	/* -1: leave as is */
+};
+
+static void set_knobs(const struct knobs *k)
+{
+	write_knob(KNOB_OPT, k->opt);
+	write_knob(KNOB_CALLOPT, k->callopt);
+	write_knob(KNOB_FASTDET, k->fastdet);
+}
+
+static void restore_knobs(void)
+{
+	struct knobs k = { 1, 1, 1 };
+
+	set_knobs(&k);
+}
+
+/* The knobs' values as found (null: absent in this kernel). */
+static void print_knobs_json(void)
+{
+	const char *paths[3] = { KNOB_OPT, KNOB_CALLOPT, KNOB_FASTDET };
+	const char *names[3] = { "optimization", "callopt", "fast_detach" };
+
+	printf("\"knobs_found\":{");
+	for (int i = 0; i < 3; i++) {
+		int v = read_knob(paths[i]);
+
+		printf("%s\"%s\":", i ? "," : "", names[i]);
+		if (v < 0)
+			printf("null");
+		else
+			printf("%d", v);
+	}
+	printf("}");
+}
+
+/* ---- the kprobes list ------------------------------------------------------- */
+
+struct kp_entry {
+	unsigned long long addr;
+	bool ret;
+	char mech[12];
+};
+
+/* Reads the kprobes list; returns the number of entries (array realloc'd). */
+static int read_kprobes(struct kp_entry **out, int *cap)
+{
+	char line[512];
+	FILE *f = fopen(KPROBES_LIST, "r");
+	int n = 0;
+
+	if (!f)
+		die("cannot read %s: %s", KPROBES_LIST, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a;
+		char type[4];
+		struct kp_entry *e;
+
+		if (sscanf(line, "%llx %3s", &a, type) != 2)
+			continue;
+		if (n == *cap) {
+			*cap = *cap ? *cap * 2 : 64;
+			*out = realloc(*out, *cap * sizeof(**out));
+			if (!*out)
+				die("out of memory");
+		}
+		e = &(*out)[n++];
+		e->addr = a;
+		e->ret = type[0] == 'r';
+		if (strstr(line, "[GONE]"))
+			strcpy(e->mech, "gone");
+		else if (strstr(line, "[DISABLED]"))
+			strcpy(e->mech, "disabled");
+		else if (strstr(line, "[FTRACE]"))
+			strcpy(e->mech, "ftrace");
+		else if (strstr(line, "[CALLOPT]"))
+			strcpy(e->mech, "callopt");
+		else if (strstr(line, "[OPTIMIZED]"))
+			strcpy(e->mech, "optimized");
+		else
+			strcpy(e->mech, "int3");
+	}
+	fclose(f);
+	return n;
+}
+
+static struct kp_entry *kpl;
+static int kpl_cap;
+
+static int text_byte(unsigned long long addr);
+
+/* Mechanism of the (non-return) kprobe at @addr; "none" when not listed. */
+static const char *mechanism_at(unsigned long long addr, bool ret)
+{
+	static char buf[12];
+	int n = read_kprobes(&kpl, &kpl_cap);
+
+	for (int i = 0; i < n; i++)
+		if (kpl[i].addr == addr && kpl[i].ret == ret) {
+			strcpy(buf, kpl[i].mech);
+			return buf;
+		}
+	return "none";
+}
+
+static bool listed(unsigned long long addr)
+{
+	int n = read_kprobes(&kpl, &kpl_cap);
+
+	for (int i = 0; i < n; i++)
+		if (kpl[i].addr == addr)
+			return true;
+	return false;
+}
+
+/*
+ * Whether the probe at @addr is installed as @want. The kprobes list flags a
+ * probe [OPTIMIZED] as soon as its optimization is queued; the text at the
+ * site tells when the optimizer really installed it: a jmp (0xe9) for the
+ * jump optimization, a call (0xe8) for callopt, int3 (0xcc) otherwise.
+ */
+static bool installed(unsigned long long addr, bool ret, const char *want)
+{
+	const char *m = mechanism_at(addr, ret);
+	int b;
+
+	if (strcmp(m, want))
+		return false;
+	if (ret || !strcmp(want, "ftrace"))
+		return true;
+	b = text_byte(addr);
+	if (b < 0)
+		return true;	/* cannot read text: trust the flags */
+	if (!strcmp(want, "optimized"))
+		return b == 0xe9;
+	if (!strcmp(want, "callopt"))
+		return b == 0xe8;
+	if (!strcmp(want, "int3"))
+		return b == 0xcc;
+	return true;
+}
+
+/* Polls every @poll_ms until the probe at @addr is installed as @want; ms
+ * since @t0, or -1 after @timeout_ms. */
+static double wait_mech(unsigned long long addr, bool ret, const char *want,
+			double timeout_ms, double poll_ms, long long t0)
+{
+	for (;;) {
+		if (installed(addr, ret, want))
+			return (now_ns() - t0) / 1e6;
+		if ((now_ns() - t0) / 1e6 > timeout_ms)
+			return -1;
+		sleep_ms(poll_ms);
+	}
+}
+
+/*
+ * Whether a probe is still at @addr. The kprobes list does not show an
+ * aggregated probe that lost its last user: a jump-optimized one stays in
+ * the kernel's table, optimized, until the optimizer unoptimizes it (after
+ * its delay) and frees it (after an RCU-tasks wait), and a new probe there
+ * would reuse it. So a site still holding a jmp, a call or int3 counts as
+ * busy too (the sites measured here start with none of these).
+ */
+static bool site_busy(unsigned long long addr, bool text)
+{
+	int b;
+
+	if (listed(addr))
+		return true;
+	if (!text)
+		return false;
+	b = text_byte(addr);
+	return b == 0xe9 || b == 0xe8 || b == 0xcc;
+}
+
+/* Waits until the kernel freed every probe at @addr (@text: also check the
+ * text, for sites that are not the fentry call). */
+static double wait_gone(unsigned long long addr, bool text, double timeout_ms)
+{
+	long long t0 = now_ns();
+
+	while (site_busy(addr, text)) {
+		if ((now_ns() - t0) / 1e6 > timeout_ms)
+			return -1;
+		sleep_ms(2);
+	}
+	return (now_ns() - t0) / 1e6;
+}
+
+/* ---- BPF ------------------------------------------------------------------- */
+
+static struct bench_bpf *skel;		/* kprobe + kretprobe */
+static struct bench_bpf *fskel;		/* fentry only, when it loads */
+static char fentry_error[160];
+
+static void load_skels(const char *func)
+{
+	int err;
+
+	skel = bench_bpf__open();
+	if (!skel)
+		die("cannot open the BPF object: %s", strerror(errno));
+	bpf_program__set_autoload(skel->progs.bench_fentry, false);
+	err = bench_bpf__load(skel);
+	if (err)
+		die("cannot load the BPF programs: %s", strerror(-err));
+
+	fskel = bench_bpf__open();
+	if (!fskel)
+		die("cannot open the BPF object: %s", strerror(errno));
+	bpf_program__set_autoload(fskel->progs.bench_kprobe, false);
+	bpf_program__set_autoload(fskel->progs.bench_kretprobe, false);
+	bpf_program__set_autoload(fskel->progs.bench_read_text, false);
+	err = bpf_program__set_attach_target(fskel->progs.bench_fentry, 0, func);
+	if (!err)
+		err = bench_bpf__load(fskel);
+	if (err) {
+		snprintf(fentry_error, sizeof(fentry_error), "fentry at %s does not load: %s",
+			 func, strerror(-err));
+		note("%s", fentry_error);
+		bench_bpf__destroy(fskel);
+		fskel = NULL;
+	}
+}
+
+/* The byte of kernel text at @addr, read by bench_read_text; -1 on error. */
+static int text_byte(unsigned long long addr)
+{
+	struct { __u64 addr; __s32 ret; __u32 pad; } args = { .addr = addr };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = &args, .ctx_size_in = sizeof(args));
+
+	if (bpf_prog_test_run_opts(bpf_program__fd(skel->progs.bench_read_text), &opts) ||
+	    args.ret)
+		return -1;
+	return skel->bss->text_buf[0];
+}
+
+static unsigned long long hits_of(struct bench_bpf *s)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 v[ncpu > 0 ? ncpu : 1];
+	__u32 key = 0;
+	unsigned long long sum = 0;
+
+	if (!s || bpf_map__lookup_elem(s->maps.hits, &key, sizeof(key), v, sizeof(v), 0))
+		return 0;
+	for (int i = 0; i < ncpu; i++)
+		sum += v[i];
+	return sum;
+}
+
+enum kind { K_NONE, K_KPROBE, K_KRETPROBE, K_FENTRY };
+
+struct link {
+	struct bpf_link *link;
+	unsigned long long addr;
+	bool ret;
+};
+
+static int attach(enum kind kind, const char *func, unsigned long off, struct link *l)
+{
+	LIBBPF_OPTS(bpf_kprobe_opts, opts, .offset = off, .retprobe = kind == K_KRETPROBE);
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+
+	memset(l, 0, sizeof(*l));
+	switch (kind) {
+	case K_NONE:
+		return 0;
+	case K_FENTRY:
+		if (!fskel)
+			return -ENOTSUP;
+		l->link = bpf_program__attach_trace(fskel->progs.bench_fentry);
+		return l->link ? 0 : -errno;
+	default:
+		l->link = bpf_program__attach_kprobe_opts(kind == K_KRETPROBE ?
+							  skel->progs.bench_kretprobe :
+							  skel->progs.bench_kprobe, func, &opts);
+		if (!l->link)
+			return -errno;
+		l->ret = kind == K_KRETPROBE;
+		if (!bpf_link_get_info_by_fd(bpf_link__fd(l->link), &info, &len) &&
+		    info.type == BPF_LINK_TYPE_PERF_EVENT)
+			l->addr = info.perf_event.kprobe.addr;
+		return 0;
+	}
+}
+
+static void detach(struct link *l)
+{
+	if (l->link)
+		bpf_link__destroy(l->link);
+	l->link = NULL;
+}
+
+static const char *mech_of(enum kind kind, struct link *l)
+{
+	if (kind == K_NONE)
+		return "none";
+	if (kind == K_FENTRY)
+		return "fentry";
+	return mechanism_at(l->addr, l->ret);
+}
+
+/* ---- load threads -------------------------------------------------------------- */
+
+static atomic_bool load_stop;
+static atomic_ullong load_calls;
+static pthread_t load_threads[64];
+static int nload;
+
+static void *load_main(void *arg)
+{
+	unsigned long long n = 0;
+
+	while (!atomic_load_explicit(&load_stop, memory_order_relaxed)) {
+		getpgid0();
+		n++;
+	}
+	atomic_fetch_add(&load_calls, n);
+	return NULL;
+}
+
+/* @n threads calling getpgid(0) in a loop, not pinned: they preempt each
+ * other (and the measuring thread) inside the kernel. */
+static void start_load(int n)
+{
+	atomic_store(&load_stop, false);
+	atomic_store(&load_calls, 0);
+	nload = n < 64 ? n : 64;
+	for (int i = 0; i < nload; i++)
+		if (pthread_create(&load_threads[i], NULL, load_main, NULL))
+			die("pthread_create: %s", strerror(errno));
+}
+
+static unsigned long long stop_load(void)
+{
+	atomic_store(&load_stop, true);
+	for (int i = 0; i < nload; i++)
+		pthread_join(load_threads[i], NULL);
+	nload = 0;
+	return atomic_load(&load_calls);
+}
+
+static void pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		die("cannot pin to CPU %d: %s", cpu, strerror(errno));
+}
+
+/* ---- configurations ---------------------------------------------------------- */
+
+enum site { S_ENTRY, S_SINGLE, S_MULTI, S_NONE };
+static const char *const site_names[] = { "entry", "single", "multi", "-" };
+
+struct cfg {
+	const char *id;
+	const char *label;
+	enum kind kind;
+	enum site site;
+	struct knobs knobs;
+	const char *want;	/* mechanism expected */
+};
+
+static const struct cfg cfgs[] = {
+	{ "none", "no probe", K_NONE, S_NONE, { 1, 1, -1 }, "none" },
+	{ "int3-single", "int3", K_KPROBE, S_SINGLE, { 0, 1, -1 }, "int3" },
+	{ "int3-multi", "int3", K_KPROBE, S_MULTI, { 0, 1, -1 }, "int3" },
+	{ "jmp-single", "stock jmp optprobe", K_KPROBE, S_SINGLE, { 1, 0, -1 }, "optimized" },
+	{ "jmp-multi", "stock jmp optprobe", K_KPROBE, S_MULTI, { 1, 0, -1 }, "optimized" },
+	{ "callopt-single", "callopt", K_KPROBE, S_SINGLE, { 1, 1, -1 }, "callopt" },
+	{ "callopt-multi", "callopt", K_KPROBE, S_MULTI, { 1, 1, -1 }, "callopt" },
+	{ "ftrace-entry", "stock kprobe-on-ftrace", K_KPROBE, S_ENTRY, { 1, 0, -1 }, "ftrace" },
+	{ "ours-entry", "our entry path", K_KPROBE, S_ENTRY, { 1, 1, -1 }, "ftrace" },
+	{ "kretprobe-entry", "kretprobe", K_KRETPROBE, S_ENTRY, { 1, 1, -1 }, "ftrace" },
+	{ "fentry-entry", "BPF fentry", K_FENTRY, S_ENTRY, { 1, 1, -1 }, "fentry" },
+};
+#define NCFGS (sizeof(cfgs) / sizeof(cfgs[0]))
+
+static const char *func = "__x64_sys_getpgid";
+static unsigned long site_off[3];	/* entry, single, multi */
+
+static const struct cfg *find_cfg(const char *id)
+{
+	for (size_t i = 0; i < NCFGS; i++)
+		if (!strcmp(cfgs[i].id, id))
+			return &cfgs[i];
+	die("unknown configuration '%s'", id);
+	return NULL;
+}
+
+/* Parses "a,b,c" into @out (at most @max); returns the count. */
+static int split_list(char *s, char **out, int max)
+{
+	int n = 0;
+
+	for (char *tok = strtok(s, ","); tok && n < max; tok = strtok(NULL, ","))
+		out[n++] = tok;
+	return n;
+}
+
+/*
+ * Attaches @c (knobs first, they act at prepare time) and waits up to
+ * @timeout_ms for its mechanism. Returns 0, or -errno; *wait_ms gets the
+ * wait (-1: the mechanism never showed), @mech what the kernel chose.
+ */
+static int setup_cfg(const struct cfg *c, struct link *l, double timeout_ms,
+		     double *wait_ms, char *mech)
+{
+	long long t0;
+	int err;
+
+	set_knobs(&c->knobs);
+	t0 = now_ns();
+	err = attach(c->kind, func, c->site == S_NONE ? 0 : site_off[c->site], l);
+	if (err) {
+		snprintf(mech, 12, "error");
+		return err;
+	}
+	if (c->kind == K_KPROBE || c->kind == K_KRETPROBE)
+		*wait_ms = wait_mech(l->addr, l->ret, c->want, timeout_ms, 1, t0);
+	else
+		*wait_ms = 0;
+	snprintf(mech, 12, "%s", mech_of(c->kind, l));
+	return 0;
+}
+
+/*
+ * Detaches and waits until the kernel freed the probe (up to 60 s): a new
+ * probe at the same address would otherwise reuse the old, still optimized
+ * one (reuse_unused_kprobe()) and measure nothing. Returns the ms waited,
+ * -1 on timeout.
+ */
+static double teardown_cfg(const struct cfg *c, struct link *l)
+{
+	unsigned long long addr = l->addr;
+	double ms = 0;
+
+	detach(l);
+	if (addr)
+		ms = wait_gone(addr, c->site != S_ENTRY, 60000);
+	if (ms < 0)
+		note("%s: the probe at 0x%llx was not freed within 60 s", c->id, addr);
+	restore_knobs();
+	return ms;
+}
+
+/* ---- hit: per-hit cost ------------------------------------------------------------ */
+
+struct rep {
+	double ns_per_call;
+	double hits_per_call;
+};
+
+static struct rep time_rep(long calls, struct bench_bpf *s)
+{
+	unsigned long long h0 = hits_of(s), h1;
+	long long t0 = now_ns(), t1;
+	struct rep r;
+
+	for (long i = 0; i < calls; i++)
+		getpgid0();
+	t1 = now_ns();
+	h1 = hits_of(s);
+	r.ns_per_call = (double)(t1 - t0) / calls;
+	r.hits_per_call = (double)(h1 - h0) / calls;
+	return r;
+}
+
+static void print_reps(const char *key, struct rep *r, int n, bool hits)
+{
+	printf("\"%s\":[", key);
+	for (int i = 0; i < n; i++)
+		printf("%s%.3f", i ? "," : "", r[i].ns_per_call);
+	printf("]");
+	if (hits) {
+		printf(",\"hits_per_call\":[");
+		for (int i = 0; i < n; i++)
+			printf("%s%.4f", i ? "," : "", r[i].hits_per_call);
+		printf("]");
+	}
+}
+
+static const struct option common_longopts[] = {
+	{ "func", required_argument, NULL, 'f' },
+	{ "entry", required_argument, NULL, 'E' },
+	{ "single", required_argument, NULL, 'S' },
+	{ "multi", required_argument, NULL, 'M' },
+	{ "calls", required_argument, NULL, 'k' },
+	{ "reps", required_argument, NULL, 'r' },
+	{ "warmup", required_argument, NULL, 'w' },
+	{ "only", required_argument, NULL, 'o' },
+	{ "threads", required_argument, NULL, 't' },
+	{ "load", required_argument, NULL, 'L' },
+	{ "cycles", required_argument, NULL, 'c' },
+	{ "sites", required_argument, NULL, 's' },
+	{ "n", required_argument, NULL, 'n' },
+	{ "mode", required_argument, NULL, 'm' },
+	{ "timeout", required_argument, NULL, 'T' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{},
+};
+
+struct opts {
+	long calls, reps, warmup, cycles, n;
+	char *only, *threads, *sites, *mode;
+	int load;
+	double timeout_ms;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: kpx-bench COMMAND [OPTIONS]   (in the VM, as root; see docs/benchmarks.md)\n"
+"  hit      [--calls K] [--reps R] [--warmup W] [--only CFG,...]\n"
+"  scale    [--calls K] [--reps R] [--threads 1,2,4] [--only CFG,...]\n"
+"  optwait  [--reps R] [--load L] [--only CFG,...] [--timeout MS]\n"
+"  detach   [--cycles C] [--load L] [--only CFG,...]\n"
+"  links    --sites FILE -n N --mode stock|ours [--load L] [--timeout MS]\n"
+"Sites: --func FUNC --entry OFF --single OFF --multi OFF (build/sites.env).\n"
+"Configurations (CFG):");
+	for (size_t i = 0; i < NCFGS; i++)
+		fprintf(f, " %s", cfgs[i].id);
+	fprintf(f, "\nOutput: one JSON object on stdout (raw repetitions, ns of CLOCK_MONOTONIC).\n");
+}
+
+static void parse_opts(int argc, char **argv, struct opts *o)
+{
+	char *end;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:vh", common_longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f': func = optarg; break;
+		case 'E': site_off[S_ENTRY] = strtoul(optarg, &end, 0); break;
+		case 'S': site_off[S_SINGLE] = strtoul(optarg, &end, 0); break;
+		case 'M': site_off[S_MULTI] = strtoul(optarg, &end, 0); break;
+		case 'k': o->calls = strtol(optarg, &end, 0); break;
+		case 'r': o->reps = strtol(optarg, &end, 0); break;
+		case 'w': o->warmup = strtol(optarg, &end, 0); break;
+		case 'c': o->cycles = strtol(optarg, &end, 0); break;
+		case 'n': o->n = strtol(optarg, &end, 0); break;
+		case 'L': o->load = strtol(optarg, &end, 0); break;
+		case 'T': o->timeout_ms = strtod(optarg, &end); break;
+		case 'o': o->only = optarg; break;
+		case 't': o->threads = optarg; break;
+		case 's': o->sites = optarg; break;
+		case 'm': o->mode = optarg; break;
+		case 'v': verbose = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	/* The entry probe is FUNC+0: the kernel moves it to the fentry site. */
+	site_off[S_ENTRY] = 0;
+}
+
+static int select_cfgs(char *only, const struct cfg **out, const char *defaults)
+{
+	char buf[512], *ids[NCFGS];
+	int n;
+
+	snprintf(buf, sizeof(buf), "%s", only ? only : defaults);
+	n = split_list(buf, ids, NCFGS);
+	for (int i = 0; i < n; i++)
+		out[i] = find_cfg(ids[i]);
+	return n;
+}
+
+static void print_cfg_head(const struct cfg *c)
+{
+	printf("{\"id\":\"%s\",\"label\":\"%s\",\"site\":\"%s\",\"want\":\"%s\","
+	       "\"spec\":\"%s+0x%lx%s\",\"knobs\":{\"optimization\":%d,\"callopt\":%d}",
+	       c->id, c->label, site_names[c->site], c->want, func,
+	       c->site == S_NONE ? 0 : site_off[c->site],
+	       c->kind == K_KRETPROBE ? "%return" : "", c->knobs.opt, c->knobs.callopt);
+}
+
+static int cmd_hit(struct opts *o)
+{
+	const struct cfg *sel[NCFGS];
+	int n = select_cfgs(o->only, sel, "int3-single,int3-multi,jmp-single,jmp-multi,"
+			    "callopt-single,callopt-multi,ftrace-entry,ours-entry,"
+			    "kretprobe-entry,fentry-entry");
+	int nb = 0, maxb = 2 * o->reps + n + 1;
+	struct rep base[maxb], r[o->reps > 0 ? o->reps : 1];
+
+	pin_self(0);
+	restore_knobs();
+	/* Warm-up: caches, TCG's translated blocks, the page tables. */
+	for (int i = 0; i < 2; i++)
+		time_rep(o->calls, NULL);
+	for (int i = 0; i < o->reps; i++)
+		base[nb++] = time_rep(o->calls, NULL);
+
+	printf("{\"command\":\"hit\",\"calls\":%ld,\"reps\":%ld,\"warmup\":%ld,\"func\":\"%s\",",
+	       o->calls, o->reps, o->warmup, func);
+	print_knobs_json();
+	printf(",\"configs\":[");
+	for (int i = 0; i < n; i++) {
+		const struct cfg *c = sel[i];
+		struct bench_bpf *s = c->kind == K_FENTRY ? fskel : skel;
+		char mech[12], mech_after[12] = "";
+		double wait_ms = 0, freed_ms;
+		struct link l;
+		int err = setup_cfg(c, &l, o->timeout_ms, &wait_ms, mech);
+
+		print_cfg_head(c);
+		if (err) {
+			printf(",\"error\":\"%s\"}", c->kind == K_FENTRY && fentry_error[0] ?
+			       fentry_error : strerror(-err));
+			printf("%s", i + 1 < n ? "," : "");
+			restore_knobs();
+			continue;
+		}
+		for (long w = 0; w < o->warmup; w++)
+			getpgid0();
+		for (int k = 0; k < o->reps; k++)
+			r[k] = time_rep(o->calls, s);
+		snprintf(mech_after, sizeof(mech_after), "%s", mech_of(c->kind, &l));
+		freed_ms = teardown_cfg(c, &l);
+		/* A baseline repetition after each configuration: drift. */
+		time_rep(o->calls / 4, NULL);
+		base[nb++] = time_rep(o->calls, NULL);
+
+		printf(",\"mechanism\":\"%s\",\"mechanism_after\":\"%s\",\"wait_ms\":%.3f,"
+		       "\"freed_after_detach_ms\":%.3f,", mech, mech_after, wait_ms, freed_ms);
+		print_reps("ns_per_call", r, o->reps, true);
+		printf("}%s", i + 1 < n ? "," : "");
+		fflush(stdout);
+	}
+	for (int i = 0; i < o->reps; i++)
+		base[nb++] = time_rep(o->calls, NULL);
+	printf("],");
+	print_reps("baseline_ns_per_call", base, nb, false);
+	printf("}\n");
+	return 0;
+}
+
+/* ---- scale: the same probe hit from several CPUs ------------------------------------ */
+
+#define SCALE_PRE 200	/* calls per thread before the start barrier */
+
+struct scale_thread {
+	pthread_t th;
+	int cpu;
+	long calls;
+	pthread_barrier_t *bar;
+	long long t0, t1;
+};
+
+static void *scale_main(void *arg)
+{
+	struct scale_thread *t = arg;
+
+	pin_self(t->cpu);
+	for (int i = 0; i < SCALE_PRE; i++)
+		getpgid0();
+	pthread_barrier_wait(t->bar);
+	t->t0 = now_ns();
+	for (long i = 0; i < t->calls; i++)
+		getpgid0();
+	t->t1 = now_ns();
+	return NULL;
+}
+
+/* Elapsed ns from the first thread's start to the last one's end. */
+static long long scale_rep(int nthreads, long calls)
+{
+	struct scale_thread t[nthreads];
+	pthread_barrier_t bar;
+	long long lo = 0, hi = 0;
+
+	pthread_barrier_init(&bar, NULL, nthreads);
+	for (int i = 0; i < nthreads; i++) {
+		t[i] = (struct scale_thread){ .cpu = i, .calls = calls, .bar = &bar };
+		if (pthread_create(&t[i].th, NULL, scale_main, &t[i]))
+			die("pthread_create: %s", strerror(errno));
+	}
+	for (int i = 0; i < nthreads; i++) {
+		pthread_join(t[i].th, NULL);
+		if (!i || t[i].t0 < lo)
+			lo = t[i].t0;
+		if (!i || t[i].t1 > hi)
+			hi = t[i].t1;
+	}
+	pthread_barrier_destroy(&bar);
+	return hi - lo;
+}
+
+static int cmd_scale(struct opts *o)
+{
+	const struct cfg *sel[NCFGS];
+	int n = select_cfgs(o->only, sel, "none,int3-single,jmp-single,callopt-single,"
+			    "ftrace-entry,fentry-entry");
+	char buf[64], *tok[8];
+	int nt, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	snprintf(buf, sizeof(buf), "%s", o->threads ? o->threads : "1,2,4");
+	nt = split_list(buf, tok, 8);
+	restore_knobs();
+	for (int i = 0; i < 2; i++)
+		scale_rep(1, o->calls);
+	printf("{\"command\":\"scale\",\"calls_per_thread\":%ld,\"reps\":%ld,\"cpus\":%d,"
+	       "\"func\":\"%s\",", o->calls, o->reps, ncpu, func);
+	print_knobs_json();
+	printf(",\"configs\":[");
+	for (int i = 0; i < n; i++) {
+		const struct cfg *c = sel[i];
+		struct bench_bpf *s = c->kind == K_FENTRY ? fskel : skel;
+		char mech[12];
+		double wait_ms;
+		struct link l;
+		int err = setup_cfg(c, &l, o->timeout_ms, &wait_ms, mech);
+
+		print_cfg_head(c);
+		if (err) {
+			printf(",\"error\":\"%s\"}%s", strerror(-err), i + 1 < n ? "," : "");
+			restore_knobs();
+			continue;
+		}
+		printf(",\"mechanism\":\"%s\",\"runs\":[", mech);
+		for (int j = 0; j < nt; j++) {
+			int threads = atoi(tok[j]);
+			unsigned long long h0, h1;
+
+			if (threads < 1 || threads > ncpu) {
+				printf("%s{\"threads\":%d,\"error\":\"only %d CPUs\"}", j ? "," : "",
+				       threads, ncpu);
+				continue;
+			}
+			scale_rep(threads, o->calls / 4);	/* warm-up */
+			printf("%s{\"threads\":%d,\"elapsed_ns\":[", j ? "," : "", threads);
+			h0 = hits_of(s);
+			for (int k = 0; k < o->reps; k++)
+				printf("%s%lld", k ? "," : "", scale_rep(threads, o->calls));
+			h1 = hits_of(s);
+			/* Each thread also makes SCALE_PRE untimed calls. */
+			printf("],\"hits_per_call\":%.4f}", c->kind == K_NONE ? 0.0 :
+			       (double)(h1 - h0) / (o->reps * threads * (o->calls + SCALE_PRE)));
+		}
+		printf("],\"mechanism_after\":\"%s\"}%s", mech_of(c->kind, &l), i + 1 < n ? "," : "");
+		teardown_cfg(c, &l);
+		fflush(stdout);
+	}
+	printf("]}\n");
+	return 0;
+}
+
+/* ---- optwait: time from attach to optimized --------------------------------------- */
+
+static int cmd_optwait(struct opts *o)
+{
+	const struct cfg *sel[NCFGS];
+	int n = select_cfgs(o->only, sel, "jmp-single,callopt-single,jmp-multi,callopt-multi");
+
+	restore_knobs();
+	printf("{\"command\":\"optwait\",\"reps\":%ld,\"load_threads\":%d,\"cpus\":%ld,"
+	       "\"poll_ms\":1,\"timeout_ms\":%.0f,\"func\":\"%s\",", o->reps, o->load,
+	       sysconf(_SC_NPROCESSORS_ONLN), o->timeout_ms, func);
+	print_knobs_json();
+	printf(",\"configs\":[");
+	if (o->load)
+		start_load(o->load);
+	for (int i = 0; i < n; i++) {
+		const struct cfg *c = sel[i];
+		double opt_ms[o->reps], attach_ms[o->reps], freed_ms[o->reps];
+		char mech[12] = "";
+
+		print_cfg_head(c);
+		for (int k = 0; k < o->reps; k++) {
+			struct link l;
+			long long t0;
+			int err;
+
+			set_knobs(&c->knobs);
+			t0 = now_ns();
+			err = attach(c->kind, func, site_off[c->site], &l);
+			attach_ms[k] = (now_ns() - t0) / 1e6;
+			if (err)
+				die("cannot attach %s: %s", c->id, strerror(-err));
+			opt_ms[k] = wait_mech(l.addr, false, c->want, o->timeout_ms, 1, t0);
+			snprintf(mech, sizeof(mech), "%s", mech_of(c->kind, &l));
+			freed_ms[k] = teardown_cfg(c, &l);
+			sleep_ms(20);
+		}
+		printf(",\"mechanism\":\"%s\",\"attach_ms\":[", mech);
+		for (int k = 0; k < o->reps; k++)
+			printf("%s%.3f", k ? "," : "", attach_ms[k]);
+		printf("],\"optimized_ms\":[");
+		for (int k = 0; k < o->reps; k++)
+			printf("%s%.3f", k ? "," : "", opt_ms[k]);
+		printf("],\"freed_after_detach_ms\":[");
+		for (int k = 0; k < o->reps; k++)
+			printf("%s%.3f", k ? "," : "", freed_ms[k]);
+		printf("]}%s", i + 1 < n ? "," : "");
+		fflush(stdout);
+	}
+	printf("],\"load_calls\":%llu}\n", o->load ? stop_load() : 0ULL);
+	return 0;
+}
+
+/* ---- detach: one link, attach/detach cycles ----------------------------------------- */
+
+static const struct cfg detach_cfgs[] = {
+	{ "stock-single", "stock (jmp optprobe, stock detach)", K_KPROBE, S_SINGLE,
+	  { 1, 0, 0 }, "optimized" },
+	{ "ours-single", "ours (callopt, fast detach)", K_KPROBE, S_SINGLE,
+	  { 1, 1, 1 }, "callopt" },
+	{ "stock-entry", "stock (kprobe-on-ftrace, stock detach)", K_KPROBE, S_ENTRY,
+	  { 1, 0, 0 }, "ftrace" },
+	{ "ours-entry", "ours (entry, fast detach)", K_KPROBE, S_ENTRY,
+	  { 1, 1, 1 }, "ftrace" },
+};
+
+static int cmd_detach(struct opts *o)
+{
+	char buf[256], *ids[8];
+	int n;
+
+	snprintf(buf, sizeof(buf), "%s", o->only ? o->only :
+		 "stock-single,ours-single,stock-entry,ours-entry");
+	n = split_list(buf, ids, 8);
+	restore_knobs();
+	printf("{\"command\":\"detach\",\"cycles\":%ld,\"load_threads\":%d,\"cpus\":%ld,"
+	       "\"func\":\"%s\",", o->cycles, o->load, sysconf(_SC_NPROCESSORS_ONLN), func);
+	print_knobs_json();
+	printf(",\"configs\":[");
+	if (o->load)
+		start_load(o->load);
+	for (int i = 0; i < n; i++) {
+		const struct cfg *c = NULL;
+		double *det = calloc(o->cycles, sizeof(double));
+		double *gone = calloc(o->cycles, sizeof(double));
+		long not_opt = 0;
+		char mech[12] = "";
+
+		for (size_t j = 0; j < sizeof(detach_cfgs) / sizeof(detach_cfgs[0]); j++)
+			if (!strcmp(detach_cfgs[j].id, ids[i]))
+				c = &detach_cfgs[j];
+		if (!c)
+			die("unknown detach configuration '%s'", ids[i]);
+		for (long k = 0; k < o->cycles; k++) {
+			struct link l;
+			unsigned long long addr;
+			long long t0;
+			int err;
+
+			set_knobs(&c->knobs);
+			t0 = now_ns();
+			err = attach(c->kind, func, site_off[c->site], &l);
+			if (err)
+				die("cannot attach %s: %s", c->id, strerror(-err));
+			if (wait_mech(l.addr, false, c->want, o->timeout_ms, 1, t0) < 0)
+				not_opt++;
+			snprintf(mech, sizeof(mech), "%s", mech_of(c->kind, &l));
+			for (int h = 0; h < 10; h++)
+				getpgid0();
+			addr = l.addr;
+			t0 = now_ns();
+			detach(&l);
+			det[k] = (now_ns() - t0) / 1e6;
+			/* Not timed: until the kernel has freed the probe. */
+			gone[k] = wait_gone(addr, c->site != S_ENTRY, 60000);
+		}
+		restore_knobs();
+		printf("%s{\"id\":\"%s\",\"label\":\"%s\",\"site\":\"%s\",\"spec\":\"%s+0x%lx\","
+		       "\"knobs\":{\"optimization\":%d,\"callopt\":%d,\"fast_detach\":%d},"
+		       "\"mechanism\":\"%s\",\"not_optimized_at_detach\":%ld,\"detach_ms\":[",
+		       i ? "," : "", c->id, c->label, site_names[c->site], func,
+		       site_off[c->site], c->knobs.opt, c->knobs.callopt, c->knobs.fastdet,
+		       mech, not_opt);
+		for (long k = 0; k < o->cycles; k++)
+			printf("%s%.3f", k ? "," : "", det[k]);
+		printf("],\"freed_after_ms\":[");
+		for (long k = 0; k < o->cycles; k++)
+			printf("%s%.3f", k ? "," : "", gone[k]);
+		printf("]}");
+		fflush(stdout);
+		free(det);
+		free(gone);
+	}
+	printf("],\"load_calls\":%llu}\n", o->load ? stop_load() : 0ULL);
+	return 0;
+}
+
+/* ---- links: N links at N distinct functions ---------------------------------------- */
+
+struct lsite {
+	char func[128];
+	unsigned long off;
+	struct link l;
+	char mech[12];
+};
+
+static int cmd_links(struct opts *o)
+{
+	struct knobs stock = { 1, 0, 0 }, ours = { 1, 1, 1 };
+	bool is_stock = o->mode && !strcmp(o->mode, "stock");
+	struct lsite *s;
+	char line[256];
+	int ncand = 0, cap = 0, nok = 0, nfail = 0;
+	double attach_ms = 0, attach_wall_ms, opt_ms = -1, detach_ms, freed_ms = -1;
+	int counts[6] = {};
+	static const char *const mnames[] = { "ftrace", "callopt", "optimized", "int3", "none", "other" };
+	long long t0, t1;
+	FILE *f;
+
+	if (!o->sites || o->n <= 0 || !o->mode ||
+	    (strcmp(o->mode, "stock") && strcmp(o->mode, "ours")))
+		die("links needs --sites FILE, -n N and --mode stock|ours");
+	f = fopen(o->sites, "r");
+	if (!f)
+		die("cannot read %s: %s", o->sites, strerror(errno));
+	s = NULL;
+	while (fgets(line, sizeof(line), f)) {
+		char *plus;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (!*line || *line == '#')
+			continue;
+		if (ncand == cap) {
+			cap = cap ? cap * 2 : 1024;
+			s = realloc(s, cap * sizeof(*s));
+			if (!s)
+				die("out of memory");
+		}
+		memset(&s[ncand], 0, sizeof(s[ncand]));
+		plus = strchr(line, '+');
+		if (plus) {
+			*plus = '\0';
+			s[ncand].off = strtoul(plus + 1, NULL, 0);
+		}
+		snprintf(s[ncand].func, sizeof(s[ncand].func), "%.127s", line);
+		ncand++;
+	}
+	fclose(f);
+
+	set_knobs(is_stock ? &stock : &ours);
+	if (o->load)
+		start_load(o->load);
+	/* Attach: only successful attaches are timed and counted. */
+	t0 = now_ns();
+	for (int i = 0; i < ncand && nok < o->n; i++) {
+		long long a = now_ns();
+		int err = attach(K_KPROBE, s[i].func, s[i].off, &s[i].l);
+
+		if (err) {
+			nfail++;
+			if (verbose)
+				note("%s+0x%lx: %s", s[i].func, s[i].off, strerror(-err));
+			continue;
+		}
+		attach_ms += (now_ns() - a) / 1e6;
+		nok++;
+	}
+	t1 = now_ns();
+	attach_wall_ms = (t1 - t0) / 1e6;
+	if (nok < o->n)
+		note("only %d of %ld links attached (%d candidates refused)", nok, o->n, nfail);
+	/*
+	 * Until every probe queued for optimization (flagged [OPTIMIZED] from
+	 * the moment it is queued) has its jmp or call in the text: the
+	 * optimizer finished. Probes that cannot be optimized stay int3.
+	 */
+	for (;;) {
+		int n = read_kprobes(&kpl, &kpl_cap), pending = 0;
+
+		for (int i = 0; i < n; i++) {
+			int b;
+
+			if (strcmp(kpl[i].mech, "optimized") && strcmp(kpl[i].mech, "callopt"))
+				continue;
+			b = text_byte(kpl[i].addr);
+			pending += b != 0xe9 && b != 0xe8;
+		}
+		if (!pending) {
+			opt_ms = (now_ns() - t0) / 1e6;
+			break;
+		}
+		if ((now_ns() - t0) / 1e6 > o->timeout_ms)
+			break;
+		sleep_ms(10);
+	}
+	{
+		int n = read_kprobes(&kpl, &kpl_cap);
+
+		for (int i = 0; i < ncand; i++) {
+			if (!s[i].l.link)
+				continue;
+			snprintf(s[i].mech, sizeof(s[i].mech), "none");
+			for (int j = 0; j < n; j++)
+				if (kpl[j].addr == s[i].l.addr)
+					snprintf(s[i].mech, sizeof(s[i].mech), "%s", kpl[j].mech);
+			for (int m = 0; m < 6; m++)
+				if (m == 5 || !strcmp(s[i].mech, mnames[m])) {
+					counts[m]++;
+					break;
+				}
+		}
+	}
+	for (int i = 0; i < 10; i++)
+		getpgid0();
+	t0 = now_ns();
+	for (int i = 0; i < ncand; i++)
+		if (s[i].l.link)
+			detach(&s[i].l);
+	detach_ms = (now_ns() - t0) / 1e6;
+	for (int next = 0;;) {
+		/* Until every site is free again (see site_busy()). */
+		while (next < ncand && (!s[next].l.addr || !site_busy(s[next].l.addr, true)))
+			next++;
+		if (next == ncand) {
+			freed_ms = (now_ns() - t0) / 1e6;
+			break;
+		}
+		if ((now_ns() - t0) / 1e6 > o->timeout_ms)
+			break;
+		sleep_ms(10);
+	}
+	restore_knobs();
+	printf("{\"command\":\"links\",\"mode\":\"%s\",\"n\":%ld,\"attached\":%d,\"refused\":%d,"
+	       "\"load_threads\":%d,\"cpus\":%ld,\"knobs\":{\"optimization\":1,\"callopt\":%d,"
+	       "\"fast_detach\":%d},", o->mode, o->n, nok, nfail, o->load,
+	       sysconf(_SC_NPROCESSORS_ONLN), is_stock ? 0 : 1, is_stock ? 0 : 1);
+	print_knobs_json();
+	printf(",\"attach_ms\":%.3f,\"attach_wall_ms\":%.3f,\"all_optimized_ms\":%.3f,"
+	       "\"detach_ms\":%.3f,\"all_freed_ms\":%.3f,\"mechanisms\":{",
+	       attach_ms, attach_wall_ms, opt_ms, detach_ms, freed_ms);
+	for (int m = 0; m < 6; m++)
+		printf("%s\"%s\":%d", m ? "," : "", mnames[m], counts[m]);
+	printf("},\"load_calls\":%llu}\n", o->load ? stop_load() : 0ULL);
+	free(s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .calls = 20000, .reps = 5, .warmup = 2000, .cycles = 200,
+			  .timeout_ms = 10000 };
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+	struct rlimit nofile = { 65536, 65536 };
+	const char *cmd;
+	int ret;
+
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	cmd = argv[1];
+	parse_opts(argc - 1, argv + 1, &o);
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+	setrlimit(RLIMIT_NOFILE, &nofile);
+	libbpf_set_print(libbpf_print);
+	load_skels(func);
+	if (!strcmp(cmd, "hit"))
+		ret = cmd_hit(&o);
+	else if (!strcmp(cmd, "scale"))
+		ret = cmd_scale(&o);
+	else if (!strcmp(cmd, "optwait"))
+		ret = cmd_optwait(&o);
+	else if (!strcmp(cmd, "detach"))
+		ret = cmd_detach(&o);
+	else if (!strcmp(cmd, "links"))
+		ret = cmd_links(&o);
+	else {
+		usage(stderr);
+		return 2;
+	}
+	restore_knobs();
+	bench_bpf__destroy(skel);
+	bench_bpf__destroy(fskel);
+	return ret;
+}
