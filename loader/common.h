@@ -45,6 +45,7 @@ struct probe {
 	__u32 kmech;		/* bpf_link_info's mechanism (0: not reported) */
 	__u32 kflags;		/* bpf_link_info's BPF_KPROBE_INFO_* flags */
 	char mechanism[16];	/* see mech_name() */
+	char mech_at_attach[16];	/* the mechanism right after the attach returned */
 	const char *mech_source;	/* "link_info", "debugfs" or "none" */
 	bool full_regs;		/* handlers get a complete pt_regs */
 	char flags[64];		/* raw debugfs flags, e.g. "[FTRACE]" */

@@ -574,11 +574,13 @@ static void print_json(struct probe *probes, int n, const struct attach_result *
 		printf(",\"func\":");
 		json_string(stdout, p->func);
 		printf(",\"offset\":%lu,\"retprobe\":%s,\"addr\":\"0x%llx\","
-		       "\"mechanism\":\"%s\",\"mechanism_source\":\"%s\","
+		       "\"mechanism\":\"%s\",\"mechanism_at_attach\":\"%s\","
+		       "\"mechanism_source\":\"%s\","
 		       "\"link_info\":{\"mechanism\":%u,\"flags\":%u},"
 		       "\"full_regs\":%s,\"regs\":\"%s\",\"hits\":%llu,\"missed\":%llu",
 		       p->offset, p->retprobe ? "true" : "false",
-		       (unsigned long long)p->addr, p->mechanism, p->mech_source,
+		       (unsigned long long)p->addr, p->mechanism, p->mech_at_attach,
+		       p->mech_source,
 		       p->kmech, p->kflags, full_regs_json(p), regs_word(p),
 		       (unsigned long long)p->hits, (unsigned long long)p->missed);
 		if (r->cost_calls && isnan(p->cost_ns))
@@ -780,6 +782,9 @@ static int attach_all(struct kpctl_bpf *skel, struct probe *probes, int n,
 			errx("cannot attach '%s': %s", probes[i].spec, attach_error(err));
 			return i;
 		}
+		probe_mechanism(&probes[i]);
+		snprintf(probes[i].mech_at_attach, sizeof(probes[i].mech_at_attach), "%s",
+			 probes[i].mechanism);
 		if (!o->cost_calls)
 			continue;
 		wait_mechanism(&probes[i], NULL, o->wait_opt);

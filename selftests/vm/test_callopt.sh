@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Call-optimized kprobes (callopt): a single-instruction site of at least 5
-# bytes is call-optimized as soon as it is armed, counts every hit exactly,
+# bytes is call-optimized before the attach returns, counts every hit exactly,
 # shares its site with other probes, and falls back as the knobs say.
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
@@ -14,9 +14,12 @@ trap restore EXIT
 
 field() { jq -r "$1" <<< "$json"; }
 
-# Optimized at once: --wait-opt 1 is far below the jump optimizer's delay.
-json=$("$KPCTL" -j attach --trigger 1000 --wait-opt 1 "$SITE") || fail "attach: $json"
+# Optimized when the attach returns: no --wait-opt, and the mechanism comes
+# from bpf_link_info, read right after the attach (pending = not yet).
+json=$("$KPCTL" -j attach --trigger 1000 "$SITE") || fail "attach: $json"
 note "$json"
+assert_eq "$(field '.probes[0].mechanism_source')" link_info "mechanism source"
+assert_eq "$(field '.probes[0].mechanism_at_attach')" callopt "mechanism at $SITE right after attach"
 assert_eq "$(field '.probes[0].mechanism')" callopt "mechanism at $SITE"
 assert_eq "$(field '.probes[0].hits')" 1000 "hits"
 assert_eq "$(field '.probes[0].missed')" 0 "missed"
