@@ -60,6 +60,12 @@ kernel-debug: kernel-src
 kernel-export:
 	@scripts/kernel-export
 
+# The unpatched kernel, same source and config (build/bzImage-stock; for
+# selftests/host/test_stock_compare).
+.PHONY: kernel-stock
+kernel-stock: deps
+	@scripts/kernel-stock
+
 # --- libbpf, bpftool, vmlinux.h from the patched tree -------------------------
 tools: libbpf bpftool $(VMLINUX_H)
 

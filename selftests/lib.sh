@@ -4,9 +4,11 @@
 set -uo pipefail
 KPX_ROOT=${KPX_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 BUILD=$KPX_ROOT/build
-# Artifacts of the kernel flavour that runs (in the guest): normal or debug.
+# Artifacts of the kernel flavour that runs (in the guest): normal, debug,
+# or stock (the unpatched kernel of scripts/kernel-stock).
 case "$(uname -r)" in
 *-kpx-debug) SFX=-debug ;;
+*-kpx-stock) SFX=-stock ;;
 *) SFX= ;;
 esac
 KOBJ=$BUILD/kobj$SFX
