@@ -25,8 +25,10 @@ for k in idle load; do
 	jq -e --arg k "$k" '.optwait[$k] | length == 4' "$res" > /dev/null || fail "optwait $k incomplete"
 	jq -e --arg k "$k" '.detach[$k] | length == 4' "$res" > /dev/null || fail "detach $k incomplete"
 	for m in stock ours; do
-		jq -e --arg n "links-$m-20-$k" '.links[$n].attached == 20' "$res" > /dev/null ||
-			fail "links-$m-20-$k: not 20 links attached"
+		for p in links links-entry; do
+			jq -e --arg n "$p-$m-20-$k" '.links[$n].attached == 20' "$res" > /dev/null ||
+				fail "$p-$m-20-$k: not 20 links attached"
+		done
 	done
 done
 for row in "per-hit cost, instructions (icount)" "time to optimized after attach" \
