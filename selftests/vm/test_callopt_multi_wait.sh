@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# A multi-instruction callopt site waits for an RCU-tasks grace period before
+# its call goes in (as int3, "pending", meanwhile), and that wait blocks no
+# other attach or detach: kpx_hog holds the grace period off while a stress
+# run attaches and detaches links at a single-instruction site 50 times; the
+# multi-instruction probe stays pending throughout, and becomes callopt once
+# the hog is gone.
+. "$(dirname "$0")/../lib.sh"
+. "$SITES"
+F=$GETPGID_FUNC
+insmod "$MODDIR/kpx_hog.ko" || fail "insmod kpx_hog"
+trap 'rmmod kpx_hog 2>/dev/null; kill $kp 2>/dev/null' EXIT
+
+"$KPCTL" -j attach --duration 0 "$F+$GETPGID_MULTI" > /tmp/multi.json &
+kp=$!
+for _ in $(seq 100); do
+	grep -q "$F+$GETPGID_MULTI" $KPROBES_LIST 2>/dev/null && break
+	sleep 0.1
+done
+# The mechanism from bpf_link_info (debugfs shows [OPTIMIZED][CALLOPT] as
+# soon as a probe is queued for the optimizer, so it cannot tell).
+multi_state() {
+	"$BPFTOOL" -j link show | jq -r --arg f "$F" --argjson o $((GETPGID_MULTI)) \
+		'[.[] | select(.func == $f and .offset == $o)][0].mechanism'
+}
+note "multi-instruction probe: $(multi_state)"
+assert_eq "$(multi_state)" pending "mechanism while RCU-tasks is held off"
+
+json=$("$KPCTL" -j stress -n 50 -k 10 -W 0 -s "$F+$GETPGID_SINGLE") || fail "stress: $json"
+note "meanwhile: attach $(jq -c .attach_ms <<< "$json"), detach $(jq -c .detach_ms <<< "$json")"
+assert_eq "$(jq -r .violations <<< "$json")" 0 "hit accounting"
+assert_eq "$(jq -r .sites[0].mechanisms.callopt <<< "$json")" 50 "callopt at the single site"
+# An attach that waited for the grace period would wait until the hog is gone.
+jq -e '.attach_ms.max < 1000 and .detach_ms.max < 1000' <<< "$json" > /dev/null ||
+	fail "an attach or detach waited: $(jq -c '{attach_ms, detach_ms}' <<< "$json")"
+assert_eq "$(multi_state)" pending "mechanism after the stress run"
+
+rmmod kpx_hog || fail "rmmod kpx_hog"
+for _ in $(seq 300); do
+	[ "$(multi_state)" = callopt ] && break
+	sleep 0.1
+done
+assert_eq "$(multi_state)" callopt "mechanism after the grace period"
+note "after the hog: $(multi_state)"
+kill -INT $kp; wait $kp
+assert_eq "$(jq -r '.probes[0].mechanism' /tmp/multi.json)" callopt "final mechanism"
+assert_no_kprobes
+echo ok
