@@ -6,7 +6,7 @@
 # counts exactly, every site is hit, and the kernel log stays clean (the
 # runner checks that).
 . "$(dirname "$0")/../lib.sh"
-CYCLES=${KPX_STRESS_CYCLES:-200}
+CYCLES=${KPX_STRESS_CYCLES:-1000}
 KNOB=/sys/kernel/debug/kprobes/callopt_early_free
 # The negative control (host/test_stress_negative) turns this knob on; here it
 # must exist, so that both runs use the same kernel, and be off.
