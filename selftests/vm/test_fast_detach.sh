@@ -36,6 +36,12 @@ for site in "$F" "$F+$GETPGID_SINGLE"; do
 		assert_eq "$(jq -r .violations <<< "$j")" 0 "$site: hit accounting"
 		assert_eq "$(jq -r ".sites[0].mechanisms.$mech" <<< "$j")" 200 "$site: $mech every cycle"
 	done
+	# The absolute limits are for the normal flavour; the debug kernel
+	# (lockdep, debug objects, ...) is several times slower per call and
+	# only has to keep the ratio to stock.
+	if [ -n "$SFX" ]; then
+		note "$SFX flavour: no absolute p99 limit"
+	else
 	for try in 2 3; do
 		jq -e '.detach_ms.p99 <= 1' <<< "$fast" > /dev/null && break
 		fast=$(stress_detach "$site")
@@ -43,6 +49,7 @@ for site in "$F" "$F+$GETPGID_SINGLE"; do
 	done
 	jq -e '.detach_ms.p99 <= 1' <<< "$fast" > /dev/null ||
 		fail "$site: detach p99 $(jq .detach_ms.p99 <<< "$fast") ms > 1 ms in 3 tries"
+	fi
 	# Stock waits for grace periods: tens of ms here. At least 20x slower.
 	jq -e --argjson s "$(jq .detach_ms.p50 <<< "$stock")" '.detach_ms.p50 * 20 <= $s' \
 		<<< "$fast" > /dev/null || fail "$site: fast p50 not 20x below stock's"
@@ -57,7 +64,7 @@ note "1000 links: $(jq -c '{attached, attach_ms, detach_ms, late_runs, functions
 assert_eq "$(jq -r .attached <<< "$json")" 1000 "links attached"
 assert_eq "$(jq -r .late_runs <<< "$json")" 0 "late runs"
 [ "$(jq -r .functions_hit <<< "$json")" -gt 10 ] || fail "too few functions hit while attached"
-jq -e '.detach_ms.total <= 1000' <<< "$json" > /dev/null ||
+[ -n "$SFX" ] || jq -e '.detach_ms.total <= 1000' <<< "$json" > /dev/null ||
 	fail "detaching 1000 links took $(jq .detach_ms.total <<< "$json") ms"
 assert_no_kprobes
 
