@@ -35,3 +35,13 @@ awk '/^[ \t]+(not ok|ok) [0-9]+ / {
 }' "$KPX_OUT/kunit.log" > "$KPX_OUT/kunit.results"
 grep -oE 'kprobes_test: pass:[0-9]+ fail:[0-9]+ skip:[0-9]+ total:[0-9]+' "$KPX_OUT/kunit.log" > "$KPX_OUT/kunit.summary" || true
 note "KUnit: $(cat "$KPX_OUT/kunit.summary")"
+
+# kpctl on this kernel: it works on stock too, and says where it got the
+# mechanism from (bpf_link_info on ours, debugfs on stock). And the time to
+# attach and to detach 1000 BPF kprobe links (kpctl links), for the record.
+. "$SITES"
+"$KPCTL" -j attach --trigger 100 "$GETPGID_FUNC" "$GETPGID_FUNC+$GETPGID_SINGLE" \
+	> "$KPX_OUT/kpctl-attach.json" 2> "$KPX_OUT/kpctl-attach.err" ||
+	note "kpctl attach failed: $(cat "$KPX_OUT/kpctl-attach.err")"
+"$KPCTL" -j links -n 1000 > "$KPX_OUT/kpctl-links.json" 2> "$KPX_OUT/kpctl-links.err" ||
+	note "kpctl links failed: $(tail -3 "$KPX_OUT/kpctl-links.err")"

@@ -95,4 +95,28 @@ for k in stock ours; do
 	assert_match "$summary" 'pass:[1-9][0-9]* fail:0 ' "KUnit on $k"
 	[ -s "$r/kunit.results" ] && ! grep -q '^FAIL' "$r/kunit.results" || fail "KUnit cases failed or missing on $k"
 done
+# kpctl works on both; the mechanism comes from debugfs on stock (which
+# does not report it in bpf_link_info) and from bpf_link_info on ours.
+for k in stock ours; do
+	eval "r=\$${k}_run"
+	json=$(cat "$r/kpctl-attach.json" 2>/dev/null)
+	[ -n "$json" ] || fail "kpctl attach on $k: $(cat "$r/kpctl-attach.err" 2>/dev/null)"
+	want=link_info
+	[ $k = stock ] && want=debugfs
+	for i in 0 1; do
+		assert_eq "$(jq -r ".probes[$i].hits" <<< "$json")" 100 "kpctl hits of probe $i on $k"
+		assert_eq "$(jq -r ".probes[$i].mechanism_source" <<< "$json")" $want "kpctl mechanism source on $k"
+	done
+	assert_eq "$(jq -r '.probes[0].mechanism' <<< "$json")" ftrace "kpctl entry mechanism on $k"
+	links=$(cat "$r/kpctl-links.json" 2>/dev/null)
+	[ -n "$links" ] || fail "kpctl links on $k: $(tail -3 "$r/kpctl-links.err" 2>/dev/null)"
+	assert_eq "$(jq -r .late_runs <<< "$links")" 0 "late runs on $k"
+	eval "${k}_links=\$links"
+	note "$k: kpctl attach $(jq -c '[.probes[] | .mechanism]' <<< "$json"); 1000 links: attach $(jq -c .attach_ms <<< "$links") detach $(jq -c .detach_ms <<< "$links")"
+done
+# For the record (not asserted here: test_fast_detach asserts the detach).
+note "1000 links, ours / stock: attach $(jq -n --argjson o "$(jq .attach_ms.total <<< "$ours_links")" \
+	--argjson s "$(jq .attach_ms.total <<< "$stock_links")" '$o / $s * 100 | round')%, detach $(jq -n \
+	--argjson o "$(jq .detach_ms.total <<< "$ours_links")" --argjson s "$(jq .detach_ms.total <<< "$stock_links")" \
+	'$o / $s * 1000 | round / 10')%"
 echo "stock and ours agree on all $(wc -l <<< "$table") tests ($n ftracetest, $(wc -l < "$ours_run/kunit.results") KUnit); KUnit passes on both"
