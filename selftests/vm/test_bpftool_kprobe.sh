@@ -118,7 +118,7 @@ fi
 
 # --- attach at the entry, mid-function, and a kretprobe ---------------------
 "${A[@]}" kprobe "$F" cookie 1 pinned "$D/entry" || fail "attach at $F"
-"${A[@]}" kprobe "$F+$GETPGID_MID" cookie 2 pinned "$D/mid" || fail "attach at $F+$GETPGID_MID"
+"${A[@]}" kprobe "$F+$GETPGID_SINGLE" cookie 2 pinned "$D/mid" || fail "attach at $F+$GETPGID_SINGLE"
 "${A[@]}" kretprobe "$F" cookie 3 pinned "$D/ret" || fail "kretprobe at $F"
 note "$(cat "$KPROBES_LIST")"
 assert_eq "$(wc -l < "$KPROBES_LIST")" 3 "kprobes registered"
@@ -150,7 +150,7 @@ for l in entry mid ret; do
 	assert_eq "$(field $l .func)" "$F" "func of $l"
 done
 assert_eq "$(field entry .offset)" 0 "entry offset"
-assert_eq "$(field mid .offset)" $((GETPGID_MID)) "mid offset"
+assert_eq "$(field mid .offset)" $((GETPGID_SINGLE)) "mid offset"
 assert_eq "$(field ret .offset)" 0 "kretprobe offset"
 assert_eq "$(field entry .retprobe)" false "entry retprobe"
 assert_eq "$(field ret .retprobe)" true "kretprobe retprobe"
@@ -160,9 +160,9 @@ assert_eq "$(field mid .cookie)" 2 "mid cookie"
 # Plain output: the address (the fentry site for the entry probe), func+off,
 # cookie.
 entry_addr=$(sym_addr "$F" "$GETPGID_FENTRY")
-mid_addr=$(sym_addr "$F" "$GETPGID_MID")
+mid_addr=$(sym_addr "$F" "$GETPGID_SINGLE")
 assert_match "$(plain entry)" "kprobe $entry_addr $F  cookie 1" "plain entry"
-assert_match "$(plain mid)" "kprobe $mid_addr $F\+$GETPGID_MID  cookie 2" "plain mid"
+assert_match "$(plain mid)" "kprobe $mid_addr $F\+$GETPGID_SINGLE  cookie 2" "plain mid"
 assert_match "$(plain ret)" "kretprobe $entry_addr $F  cookie 3" "plain kretprobe"
 
 # The mechanism, where the kernel reports it (0 = not reported: JSON null,
@@ -182,7 +182,7 @@ else
 	assert_match "$(field ret .mechanism)" '^(ftrace|int3|callopt|jmpopt|pending)$' \
 		"kretprobe mechanism"
 	assert_match "$(field ret .full_regs)" '^(true|false)$' "kretprobe full_regs"
-	# A multi-instruction site is callopt-optimized after an RCU-tasks wait.
+	# A single instruction of >= 5 bytes: callopt when the attach returned.
 	if [ "$(cat /proc/sys/debug/kprobes-callopt 2>/dev/null)" = 1 ]; then
 		for _ in $(seq 50); do
 			[ "$(field mid .mechanism)" = callopt ] && break
@@ -204,11 +204,11 @@ out=$("$BPFTOOL" link detach id "$id" 2>&1)
 rc=$?
 if [ $rc = 0 ]; then
 	for _ in $(seq 50); do
-		grep -q "$F+$GETPGID_MID" "$KPROBES_LIST" || break
+		grep -q "$F+$GETPGID_SINGLE" "$KPROBES_LIST" || break
 		sleep 0.1
 	done
-	! grep -q "$F+$GETPGID_MID" "$KPROBES_LIST" ||
-		fail "kprobe at $F+$GETPGID_MID still there 5 s after link detach"
+	! grep -q "$F+$GETPGID_SINGLE" "$KPROBES_LIST" ||
+		fail "kprobe at $F+$GETPGID_SINGLE still there 5 s after link detach"
 	[ -e "$D/mid" ] || fail "link detach removed the pin"
 else
 	# 6.12's perf_event links have no detach operation.
