@@ -481,6 +481,14 @@ static void decide(const struct kfunc *f, const struct kstate *ks, const bool *b
 	/* arch_adjust_kprobe_addr(): FUNC+0 and FUNC+4 are the fentry site. */
 	if (endbr && (off == 0 || off == 4))
 		s->addr = f->addr + 4;
+	/*
+	 * Our kernels (patch 0006; they have debug.kprobes-callopt) also move
+	 * an address inside the 5-byte fentry call to the call.
+	 */
+	if (ks->callopt >= 0)
+		for (size_t i = 0; i < f->ftrace.n; i++)
+			if (s->addr > f->ftrace.s[i].start && s->addr < f->ftrace.s[i].start + 5)
+				s->addr = f->ftrace.s[i].start;
 	s->boundary = boundary[off_of(f, s->addr)];
 	if (s->boundary)
 		kp_decode(f->text + off_of(f, s->addr), avail - off_of(f, s->addr), &s->ki);
@@ -490,7 +498,9 @@ static void decide(const struct kfunc *f, const struct kstate *ks, const bool *b
 		s->mech = "ftrace";
 		snprintf(s->reason, sizeof(s->reason), "the fentry site%s: probed through "
 			 "ftrace, with full pt_regs (never int3 or optimized)",
-			 s->addr != f->addr + off ? " (the kernel moves FUNC+0 past ENDBR)" : "");
+			 s->addr == f->addr + off ? "" :
+			 off == 0 ? " (the kernel moves FUNC+0 past ENDBR)" :
+			 " (the kernel moves an address inside the fentry call to it)");
 		return;
 	}
 	if (!s->boundary) {

@@ -75,10 +75,18 @@ all=$("$KPCTL" -j explain --all "$F") || fail "explain --all: $all"
 assert_eq "$(jq -r '.sites | length' <<< "$all")" $((size + 1)) "--all site count"
 assert_match "$(jq -r --argjson o $((GETPGID_MIDINSN)) '.sites[] | select(.offset == $o) | .reason' \
 	<<< "$all")" "not on an instruction boundary" "reason inside an instruction"
-for o in 1 2 3; do
+if [ $((GETPGID_FENTRY)) = 4 ]; then
+	# Inside ENDBR: refused.
+	for o in 1 2 3; do
+		assert_eq "$(jq -r --argjson o $o '.sites[] | select(.offset == $o) | .mechanism' <<< "$all")" \
+			refused "prediction inside ENDBR (+$o)"
+		assert_rc 1 "$KPCTL" attach "$F+$o"
+	done
+fi
+# Inside the fentry call: moved to it, on ftrace (test_fentry_move attaches).
+for o in $(seq $((GETPGID_FENTRY + 1)) $((GETPGID_FENTRY + 4))); do
 	assert_eq "$(jq -r --argjson o $o '.sites[] | select(.offset == $o) | .mechanism' <<< "$all")" \
-		refused "prediction inside ENDBR (+$o)"
-	assert_rc 1 "$KPCTL" attach "$F+$o"
+		ftrace "prediction inside the fentry call (+$o)"
 done
 assert_no_kprobes
 
