@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Per-hit cost of a BPF kprobe, in instructions (QEMU -icount), against the
+# unpatched kernel (make kernel-stock) at the same sites, with the same
+# one-counter BPF program (build/kpx-bench hit, as in 'make bench'):
+# - at the function entry (ftrace): at most 0.6x stock kprobe-on-ftrace;
+# - at the single- and multi-instruction mid-function sites, callopt: at
+#   most 0.6x the stock jump optprobe, and no more than the jump optprobe
+#   of our own kernel (debug.kprobes-callopt=0) at the same site;
+# - int3 stays the dearest.
+# One --icount boot per kernel; instruction counts repeat exactly there.
+. "$(dirname "$0")/../lib.sh"
+OURS=$BUILD/bzImage
+STOCK=$BUILD/bzImage-stock
+BENCH=$BUILD/kpx-bench
+[ -r "$OURS" ] || fail "no $OURS (make kernel)"
+make -s -C "$KPX_ROOT/bench" BUILD="$BUILD" > "$BUILD/hit-cost-build.log" 2>&1 ||
+	fail "cannot build kpx-bench: $(tail -5 "$BUILD/hit-cost-build.log")"
+ensure_stock_kernel
+. "$BUILD/sites.env"
+out=$BUILD/hit-cost
+rm -rf "$out"
+mkdir -p "$out"
+
+run() { # NAME KERNEL CONFIGS
+	"$KPX_ROOT/scripts/vm-run" --kernel "$2" --icount --smp 1 --timeout 300 -- \
+		bash -c "build/kpx-bench hit --func $GETPGID_FUNC --single $GETPGID_SINGLE \
+			--multi $GETPGID_MULTI --calls 20000 --reps 5 --warmup 2000 \
+			--only $3 > \$KPX_OUT/hit.json" > "$out/$1.log" 2>&1 ||
+		{ tail -20 "$out/$1.log"; fail "$1: vm-run failed"; }
+	local dir
+	dir=$(sed -n 's/^vm-run: .*logs in \(.*\)$/\1/p' "$out/$1.log" | head -1)
+	cp "$dir/hit.json" "$out/$1.json" || fail "$1: no hit.json"
+}
+run stock "$STOCK" none,int3-single,jmp-single,jmp-multi,ftrace-entry
+run ours "$OURS" none,int3-single,jmp-single,jmp-multi,callopt-single,callopt-multi,ftrace-entry
+
+# Instructions per hit: the cheapest repetition's ns per call (1 ns per
+# instruction under icount) over the cheapest no-probe one, divided by the
+# hits per call, which must be exactly 1; and the mechanism must be the one
+# the configuration asked for.
+cost() { # NAME CONFIG
+	jq -r --arg id "$2" '
+		(.configs[] | select(.id == "none") | .ns_per_call | min) as $base |
+		.configs[] | select(.id == $id) |
+		if .mechanism != .want then "mechanism \(.mechanism), want \(.want)"
+		elif (.hits_per_call | min) != 1 or (.hits_per_call | max) != 1 then "hits per call \(.hits_per_call)"
+		else ((.ns_per_call | min) - $base) | round | tostring end' "$out/$1.json"
+}
+declare -A c
+for k in stock:int3-single stock:jmp-single stock:jmp-multi stock:ftrace-entry \
+	ours:int3-single ours:jmp-single ours:jmp-multi ours:callopt-single ours:callopt-multi ours:ftrace-entry; do
+	v=$(cost "${k%%:*}" "${k#*:}")
+	assert_match "$v" '^[0-9]+$' "instructions per hit, $k"
+	c[$k]=$v
+done
+printf '# %-16s %8s %8s\n' site stock ours
+printf '# %-16s %8s %8s\n' entry "${c[stock:ftrace-entry]}" "${c[ours:ftrace-entry]}"
+printf '# %-16s %8s %8s (our jmp %s, int3 %s)\n' single-insn "${c[stock:jmp-single]}" \
+	"${c[ours:callopt-single]}" "${c[ours:jmp-single]}" "${c[ours:int3-single]}"
+printf '# %-16s %8s %8s (our jmp %s)\n' multi-insn "${c[stock:jmp-multi]}" \
+	"${c[ours:callopt-multi]}" "${c[ours:jmp-multi]}"
+
+at_most() { # VALUE LIMIT-TIMES-10 OF WHAT
+	[ $(( $1 * 10 )) -le $(( $2 * $3 )) ] ||
+		fail "$4: $1 instructions per hit, more than 0.$2 x $3"
+	note "$4: $1 <= 0.$2 x $3 ($(awk -v a="$1" -v b="$3" 'BEGIN { printf "%.3f", a / b }')x)"
+}
+at_most "${c[ours:ftrace-entry]}" 6 "${c[stock:ftrace-entry]}" "entry, ours vs stock kprobe-on-ftrace"
+at_most "${c[ours:callopt-single]}" 6 "${c[stock:jmp-single]}" "single-insn site, callopt vs stock jmp optprobe"
+at_most "${c[ours:callopt-multi]}" 6 "${c[stock:jmp-multi]}" "multi-insn site, callopt vs stock jmp optprobe"
+[ "${c[ours:callopt-single]}" -le "${c[ours:jmp-single]}" ] ||
+	fail "callopt ${c[ours:callopt-single]} > jmp optprobe ${c[ours:jmp-single]} in our kernel (single-insn site)"
+[ "${c[ours:callopt-multi]}" -le "${c[ours:jmp-multi]}" ] ||
+	fail "callopt ${c[ours:callopt-multi]} > jmp optprobe ${c[ours:jmp-multi]} in our kernel (multi-insn site)"
+[ "${c[ours:int3-single]}" -gt $(( 2 * ${c[ours:callopt-single]} )) ] ||
+	fail "int3 ${c[ours:int3-single]} is not well above callopt ${c[ours:callopt-single]}"
+echo "PASS: per-hit instructions, entry ${c[ours:ftrace-entry]} vs ${c[stock:ftrace-entry]}, mid ${c[ours:callopt-single]} vs ${c[stock:jmp-single]} (stock)"
