@@ -63,6 +63,7 @@ const char *regs_word(const struct probe *p);
 const char *full_regs_json(const struct probe *p);
 void probe_link_info(struct probe *p);
 const char *attach_error(int err);
+extern enum probe_attach_mode attach_mode;
 int attach_probe(struct bpf_program *prog, struct probe *p, int slot);
 void detach_probe(struct probe *p);
 int wait_mechanism(struct probe *p, const char *want, double secs);

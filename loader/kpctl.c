@@ -317,8 +317,20 @@ void probe_link_info(struct probe *p)
 
 	info.perf_event.kprobe.func_name = (__u64)(unsigned long)name;
 	info.perf_event.kprobe.name_len = sizeof(name);
-	if (bpf_link_get_info_by_fd(bpf_link__fd(p->link), &info, &len))
+	if (bpf_link_get_info_by_fd(bpf_link__fd(p->link), &info, &len)) {
+		/*
+		 * Not a BPF link: libbpf attached with PERF_EVENT_IOC_SET_BPF
+		 * (its legacy tracefs mode does). The perf event still tells
+		 * where its kprobe is, for the debugfs fallback.
+		 */
+		__u32 prog_id, fd_type, nlen = sizeof(name);
+		__u64 off, addr;
+
+		if (!bpf_task_fd_query(getpid(), bpf_link__fd(p->link), 0, name, &nlen,
+				       &prog_id, &fd_type, &off, &addr))
+			p->addr = addr;
 		return;
+	}
 	if (info.type != BPF_LINK_TYPE_PERF_EVENT)
 		return;
 	p->addr = info.perf_event.kprobe.addr;
@@ -370,12 +382,16 @@ int check_spec_in_bounds(const struct probe *p)
 	return -ERANGE;
 }
 
+/* PROBE_ATTACH_MODE_LEGACY with 'attach --legacy': a tracefs kprobe event. */
+enum probe_attach_mode attach_mode = PROBE_ATTACH_MODE_DEFAULT;
+
 int attach_probe(struct bpf_program *prog, struct probe *p, int slot)
 {
 	LIBBPF_OPTS(bpf_kprobe_opts, opts,
 		.offset = p->offset,
 		.retprobe = p->retprobe,
-		.bpf_cookie = slot);
+		.bpf_cookie = slot,
+		.attach_mode = attach_mode);
 
 	p->link = bpf_program__attach_kprobe_opts(prog, p->func, &opts);
 	if (!p->link)
@@ -659,6 +675,9 @@ static void usage_attach(FILE *f)
 "                      process's hits (exact counts for probes in do_getpgid)\n"
 "  -d, --duration S    print hits once a second for S seconds (0: until Ctrl-C)\n"
 "  -w, --wait-opt S    wait up to S seconds for int3 probes to be optimized\n"
+"  -l, --legacy        attach as tools do on kernels without the kprobe PMU:\n"
+"                      libbpf's legacy mode, a kprobe event in tracefs\n"
+"                      (kprobe_events) and a perf event on it; one SPEC\n"
 "  -c, --cost N        estimate each probe's cost per hit: time N getpgid(2)\n"
 "                      calls (best of 5 rounds) before attaching and again after\n"
 "                      attaching each probe (and waiting --wait-opt for it); the\n"
@@ -676,6 +695,7 @@ static void usage_attach(FILE *f)
 "Examples:\n"
 "  kpctl attach do_getpgid do_getpgid+0x9 --trigger 1000\n"
 "  kpctl attach --wait-opt 2 --cost 20000 __x64_sys_getpgid+0x18\n"
+"  kpctl attach --legacy --trigger 100 __x64_sys_getpgid\n"
 "  kpctl -j attach vfs_read%%return --duration 5\n");
 }
 
@@ -693,6 +713,7 @@ static int parse_attach_opts(int argc, char **argv, struct attach_opts *o)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "wait-opt", required_argument, NULL, 'w' },
 		{ "cost", required_argument, NULL, 'c' },
+		{ "legacy", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -701,8 +722,11 @@ static int parse_attach_opts(int argc, char **argv, struct attach_opts *o)
 
 	o->duration = -1;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+t:d:w:c:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+t:d:w:c:lh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'l':
+			attach_mode = PROBE_ATTACH_MODE_LEGACY;
+			break;
 		case 't':
 			o->triggers = strtol(optarg, &end, 0);
 			if (*end || o->triggers < 0)
@@ -846,6 +870,12 @@ int cmd_attach(int argc, char **argv)
 	}
 	if (n > KPCTL_MAX_PROBES) {
 		errx("attach: at most %d probes", KPCTL_MAX_PROBES);
+		return EXIT_USAGE;
+	}
+	/* kpctl tells its probes apart by BPF cookie, which needs BPF links. */
+	if (attach_mode == PROBE_ATTACH_MODE_LEGACY && n > 1) {
+		errx("attach --legacy: one probe at a time (libbpf attaches legacy "
+		     "probes with an ioctl, which carries no BPF cookie)");
 		return EXIT_USAGE;
 	}
 	probes = parse_specs(n, argv + optind);
