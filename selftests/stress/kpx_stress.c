@@ -182,7 +182,7 @@ int main(int argc, char **argv)
 	const char *worker_spec = NULL;
 	struct site wsite = {};
 	long cycles = 1000, hold_us = 2000;
-	unsigned long long late = 0, mism, whits, total = 0;
+	unsigned long long late = 0, mism, whits, unchecked, total = 0;
 	struct bpf_link *wlink = NULL;
 	struct kpx_stress_bpf *skel;
 	int ncpu, c, ret = 1;
@@ -297,15 +297,16 @@ int main(int argc, char **argv)
 	wlink = NULL;
 	mism = skel->bss->mismatches;
 	whits = skel->bss->worker_hits;
+	unchecked = skel->bss->unchecked;
 
 	qsort(lat, cycles, sizeof(*lat), cmp_double);
-	printf("{\"cycles\":%ld,\"hits\":%llu,\"mismatches\":%llu,\"late_runs\":%llu,",
-	       cycles, total, mism, late);
+	printf("{\"cycles\":%ld,\"hits\":%llu,\"mismatches\":%llu,\"late_runs\":%llu,"
+	       "\"unchecked\":%llu,", cycles, total, mism, late, unchecked);
 	printf("\"worker\":{\"site\":\"%s\",\"calls\":%llu,\"hits\":%llu},",
 	       worker_spec ? worker_spec : "", worker_spec ? worker_calls : 0, whits);
 	printf("\"detach_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f},\"sites\":[",
 	       lat[cycles / 2], lat[(cycles * 99) / 100], lat[cycles - 1]);
-	ret = (mism || late || (worker_spec && whits != worker_calls)) ? 1 : 0;
+	ret = (mism || late || unchecked || (worker_spec && whits != worker_calls)) ? 1 : 0;
 	for (int s = 0; s < nsites; s++) {
 		printf("%s{\"site\":\"%s\",\"hits\":%llu,\"mechanisms\":{", s ? "," : "",
 		       sites[s].spec, sites[s].hits);
