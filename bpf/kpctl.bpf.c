@@ -20,12 +20,15 @@ const volatile __u32 target_tgid;
 /* Hits of this thread are counted again in ctrl_hits (stress). */
 const volatile __u32 ctrl_tid;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, KPCTL_MAX_PROBES);
-	__type(key, __u32);
-	__type(value, struct kpctl_count);
-} counts SEC(".maps");
+/*
+ * Hits per probe (slot = BPF cookie), in .bss: kpctl reads them through the
+ * skeleton's mmap, with no bpf() map syscall. A map syscall holds
+ * bpf_prog_active while it copies, preemptibly (stock 6.12); kpctl
+ * preempted there would make every kprobe program on its CPU count a miss
+ * instead of running, for a whole time slice, and stress's exact counts
+ * would come out short.
+ */
+struct kpctl_count counts[KPCTL_MAX_PROBES];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -44,12 +47,12 @@ static __always_inline int count_hit(void *ctx)
 
 	if (target_tgid && (id >> 32) != target_tgid)
 		return 0;
-	c = bpf_map_lookup_elem(&counts, &slot);
-	if (!c)
+	if (slot >= KPCTL_MAX_PROBES)
 		return 0;
-	c->hits++;
+	c = &counts[slot];
+	__sync_fetch_and_add(&c->hits, 1);
 	if (ctrl_tid && (__u32)id == ctrl_tid)
-		c->ctrl_hits++;
+		__sync_fetch_and_add(&c->ctrl_hits, 1);
 	return 0;
 }
 

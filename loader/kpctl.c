@@ -454,20 +454,10 @@ struct pct percentiles(double *v, size_t n)
 
 void read_counts(struct kpctl_bpf *skel, struct probe *probes, int n)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	struct kpctl_count vals[ncpu > 0 ? ncpu : 1];
-
 	for (int i = 0; i < n; i++) {
-		__u32 key = i;
-
-		probes[i].hits = probes[i].ctrl_hits = 0;
-		if (bpf_map__lookup_elem(skel->maps.counts, &key, sizeof(key), vals,
-					 sizeof(vals), 0))
-			continue;
-		for (int c = 0; c < ncpu; c++) {
-			probes[i].hits += vals[c].hits;
-			probes[i].ctrl_hits += vals[c].ctrl_hits;
-		}
+		probes[i].hits = __atomic_load_n(&skel->bss->counts[i].hits, __ATOMIC_RELAXED);
+		probes[i].ctrl_hits = __atomic_load_n(&skel->bss->counts[i].ctrl_hits,
+						      __ATOMIC_RELAXED);
 		if (probes[i].link)
 			probe_link_info(&probes[i]);
 	}
@@ -475,15 +465,9 @@ void read_counts(struct kpctl_bpf *skel, struct probe *probes, int n)
 
 void reset_counts(struct kpctl_bpf *skel, int n)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	struct kpctl_count vals[ncpu > 0 ? ncpu : 1];
-
-	memset(vals, 0, sizeof(vals));
 	for (int i = 0; i < n; i++) {
-		__u32 key = i;
-
-		bpf_map__update_elem(skel->maps.counts, &key, sizeof(key), vals,
-				     sizeof(vals), 0);
+		__atomic_store_n(&skel->bss->counts[i].hits, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&skel->bss->counts[i].ctrl_hits, 0, __ATOMIC_RELAXED);
 	}
 }
 

@@ -622,21 +622,13 @@ static int count_listed_kprobes(void)
 /* Hits per cookie: the total, and how many cookies were hit. */
 static __u64 read_hits(struct links_run *r, long *functions_hit)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	struct kpctl_count vals[ncpu > 0 ? ncpu : 1];
 	__u64 total = 0;
 
 	if (functions_hit)
 		*functions_hit = 0;
 	for (int i = 0; i < r->attached; i++) {
-		__u32 key = i;
-		__u64 h = 0;
+		__u64 h = __atomic_load_n(&r->skel->bss->counts[i].hits, __ATOMIC_RELAXED);
 
-		if (bpf_map__lookup_elem(r->skel->maps.counts, &key, sizeof(key), vals,
-					 sizeof(vals), 0))
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			h += vals[c].hits;
 		r->probes[i].hits = h;
 		total += h;
 		if (functions_hit && h)
