@@ -93,9 +93,10 @@ int kpctl_links(struct pt_regs *ctx)
 		links_late_cookie = (__u64)slot + 1;
 		return 0;
 	}
-	c = bpf_map_lookup_elem(&counts, &slot);
-	if (c)
-		c->hits++;
+	if (slot >= KPCTL_MAX_PROBES)
+		return 0;
+	c = &counts[slot];
+	__sync_fetch_and_add(&c->hits, 1);
 	return 0;
 }
 
