@@ -34,17 +34,24 @@ run() { # NAME KERNEL CONFIGS
 run stock "$STOCK" none,int3-single,jmp-single,jmp-multi,ftrace-entry
 run ours "$OURS" none,int3-single,jmp-single,jmp-multi,callopt-single,callopt-multi,ftrace-entry
 
-# Instructions per hit: the cheapest repetition's ns per call (1 ns per
-# instruction under icount) over the cheapest no-probe one, divided by the
-# hits per call, which must be exactly 1; and the mechanism must be the one
-# the configuration asked for.
+# Instructions per hit, as 'make bench' reports them (scripts/bench-report's
+# hit_summary(): the cheapest repetition over the cheapest interleaved
+# no-probe baseline, per hit); the hits per call must be exactly 1 in every
+# repetition, and the mechanism the one the configuration asked for.
 cost() { # NAME CONFIG
-	jq -r --arg id "$2" '
-		(.configs[] | select(.id == "none") | .ns_per_call | min) as $base |
-		.configs[] | select(.id == $id) |
-		if .mechanism != .want then "mechanism \(.mechanism), want \(.want)"
-		elif (.hits_per_call | min) != 1 or (.hits_per_call | max) != 1 then "hits per call \(.hits_per_call)"
-		else ((.ns_per_call | min) - $base) | round | tostring end' "$out/$1.json"
+	python3 - "$KPX_ROOT/scripts/bench-report" "$out/$1.json" "$2" <<'PY'
+import importlib.machinery, json, sys
+report = importlib.machinery.SourceFileLoader("bench_report", sys.argv[1]).load_module()
+d = json.load(open(sys.argv[2]))
+raw = next(c for c in d["configs"] if c["id"] == sys.argv[3])
+c = report.hit_summary(d)["configs"][sys.argv[3]]
+if c["mechanism"] != c["want"]:
+    print("mechanism %s, want %s" % (c["mechanism"], c["want"]))
+elif set(raw["hits_per_call"]) != {1}:
+    print("hits per call %s" % raw["hits_per_call"])
+else:
+    print(round(c["min"]))
+PY
 }
 declare -A c
 for k in stock:int3-single stock:jmp-single stock:jmp-multi stock:ftrace-entry \
