@@ -19,6 +19,16 @@ BPFTOOL=$BUILD/bpftool
 KPROBES_LIST=/sys/kernel/debug/kprobes/list
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# fail_test MESSAGE: fail() that also ends the test when called in a
+# subshell, as in x=$(helper ...): it signals the test's own shell, which
+# exits 1 (running its EXIT trap) as soon as the subshell is done.
+KPX_TEST_PID=$BASHPID
+trap 'exit 1' USR1
+fail_test() {
+	echo "FAIL: $*" >&2
+	[ "$BASHPID" = "$KPX_TEST_PID" ] || kill -USR1 "$KPX_TEST_PID" 2>/dev/null
+	exit 1
+}
 skip() { echo "SKIP: $*" >&2; exit 77; }
 note() { echo "# $*"; }
 
@@ -33,6 +43,28 @@ assert_rc() { # EXPECTED CMD... (output in $out)
 	out=$("$@" 2>&1); rc=$?
 	[ "$rc" = "$want" ] || fail "'$*' exited $rc, want $want; output: $out"
 }
+# The kernel log from a point on, without clearing it: no test clears the
+# kernel log (dmesg -C would hide an earlier test's splat from whatever reads
+# the ring buffer). kmsg_mark [WHAT] writes a unique line to /dev/kmsg and
+# prints it; kmsg_since MARK [DMESG-OPTION...] prints what the kernel logged
+# after that line (and fails the test when the line is gone: ring buffer
+# overrun).
+kmsg_mark() {
+	local m
+	m="kpx-mark: ${1:-mark} $(date +%s.%N) $BASHPID $RANDOM"
+	echo "<5>$m" > /dev/kmsg || fail_test "cannot write to /dev/kmsg"
+	echo "$m"
+}
+kmsg_since() {
+	local mark=$1 log
+	shift
+	[ -n "$mark" ] || fail_test "kmsg_since: no marker"
+	log=$(dmesg "$@") || fail_test "dmesg $* failed"
+	grep -qF -- "$mark" <<< "$log" ||
+		fail_test "marker '$mark' is no longer in the kernel log (ring buffer overrun?)"
+	awk -v m="$mark" 'found { print } !found && index($0, m) { found = 1 }' <<< "$log"
+}
+
 # No kprobe is left registered (all tests clean up after themselves). The
 # kernel releases a detached BPF kprobe in a worker, a grace period or so
 # after the detach returned (debug.kprobes-fast-detach), so allow 10 s.

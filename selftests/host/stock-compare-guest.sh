@@ -23,9 +23,10 @@ note "ftracetest: $(wc -l < "$KPX_OUT/ftrace.results") tests"
 
 ko=$KOBJ/lib/test_kprobes.ko
 [ -f "$ko" ] || fail "$ko missing (CONFIG_KPROBES_SANITY_TEST=m)"
-dmesg -C
+# What the suite logs, after a marker (the log is never cleared).
+mark=$(kmsg_mark stock_compare_kunit)
 insmod "$ko" || fail "insmod $ko failed"
-dmesg -t > "$KPX_OUT/kunit.log"
+kmsg_since "$mark" -t > "$KPX_OUT/kunit.log"
 rmmod test_kprobes
 # KTAP: the cases are the indented "ok N name [# SKIP ...]" lines under the
 # suite's "# Subtest: kprobes_test"; the suite's own line is not indented.

@@ -4,9 +4,10 @@
 . "$(dirname "$0")/../lib.sh"
 ko=$KOBJ/lib/test_kprobes.ko
 [ -f "$ko" ] || fail "$ko missing (CONFIG_KPROBES_SANITY_TEST=m)"
-dmesg -C
+# What the suite logs, after a marker (the log is never cleared).
+mark=$(kmsg_mark kunit_kprobes)
 insmod "$ko" || fail "insmod test_kprobes.ko failed"
-log=$(dmesg)
+log=$(kmsg_since "$mark")
 rmmod test_kprobes
 note "$(grep -E 'kprobes_test|ok ' <<< "$log")"
 summary=$(grep -oE '# kprobes_test: pass:[0-9]+ fail:[0-9]+ skip:[0-9]+ total:[0-9]+' <<< "$log")
