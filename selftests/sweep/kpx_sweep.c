@@ -1,0 +1,875 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kpx-sweep: attach a BPF kprobe link at every site of a list, in batches,
+ * while a workload (workload.c) drives the kernel, and record per site how
+ * the kernel ran the probe and what happened.
+ *
+ * The site list comes from scripts/sweep-sites (build/vmlinux decoded on
+ * the host). Site i is in batch i mod NB (NB = the number of batches), so
+ * that the sites of one batch lie far apart (no probe inside another's
+ * displaced instructions) and neighbouring boundaries go to different
+ * batches. Per batch:
+ *
+ *   attach  bpf_program__attach_kprobe_opts(FUNC, offset), or by address
+ *           when FUNC is not unique, cookie = site index (BPF link mode);
+ *           a refused attach is recorded with its errno
+ *   settle  until no link reports "pending" (the multi-instruction callopt
+ *           waits for RCU-tasks first), or, on kernels that do not report
+ *           the mechanism (stock), until the optimized set in debugfs is
+ *           stable, at most --settle-ms
+ *   hold    --hold-ms while the workload runs (it runs all the time)
+ *   record  mechanism: bpf_link_info (perf_event.kprobe.mechanism), else
+ *           /sys/kernel/debug/kprobes/list ([FTRACE], [CALLOPT],
+ *           [OPTIMIZED], none: int3); the source is recorded
+ *   detach  all links (--detach-threads at once), one RCU grace period
+ *           (membarrier), then the hit counts are taken; a count that
+ *           moves later is a late run
+ *   drain   wait until the batch's kprobes left the debugfs list
+ *
+ * The site results go to --out as JSON lines, one object per site, written
+ * after each batch (so a run that hangs keeps the batches before); the
+ * progress of each batch goes to --progress and to the kernel log
+ * ("kpx-sweep: batch B/NB ..." via /dev/kmsg); the summary (workload
+ * results, late runs, totals) to --summary.
+ *
+ * A site fails when its probe landed at another address than the site (the
+ * kernel moves +0 of an ENDBR function to +4 and the inside of the fentry
+ * call to its start: allowed), when a run saw another pt_regs ip than the
+ * address + 1, when its program ran after detach + grace period, or when
+ * its mechanism cannot be told. Exit status: 0 when no site failed and the
+ * workload's results hold, 1 otherwise, 2 on bad usage or a site list for
+ * another kernel.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "kpx_sweep.h"
+#include "kpx_sweep.skel.h"
+#include "workload.h"
+
+#define KPROBES_LIST	"/sys/kernel/debug/kprobes/list"
+#define KPROBES_BL	"/sys/kernel/debug/kprobes/blacklist"
+
+enum result { R_NONE, R_ATTACHED, R_REFUSED, R_FAILED };
+static const char * const result_names[] = { "none", "attached", "refused", "failed" };
+
+struct site {
+	unsigned long long addr;
+	char func[128];
+	unsigned long off;
+	bool by_addr;
+	char group[24];
+	char cls[48];
+	int len;
+	char bytes[48];
+	/* results */
+	char live[2 * SWEEP_TEXT_MAX + 1];
+	bool in_blacklist;
+	enum result result;
+	int err;
+	char why[160];
+	struct bpf_link *link;
+	unsigned long long link_addr;
+	char mech_settle[16], mech[16];
+	const char *mech_source;
+	char flags[48];
+	unsigned long long hits, missed;
+	double attach_ms;
+	int batch;
+};
+
+static struct site *sites;
+static int nsites;
+static struct kpx_sweep_bpf *skel;
+static bool verbose;
+static FILE *progress;
+static int kmsg_fd = -1;
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (!verbose && level != LIBBPF_WARN)
+		return 0;
+	/* Refused attaches are expected and recorded: not worth a warning. */
+	if (!verbose && (strstr(fmt, "failed to create") || strstr(fmt, "failed to attach")))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* A line in the progress file and the kernel log (for splat attribution). */
+static void mark(const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (progress) {
+		fprintf(progress, "%.3f %s\n", now_ms() / 1e3, buf);
+		fflush(progress);
+		fsync(fileno(progress));
+	}
+	if (kmsg_fd >= 0)
+		dprintf(kmsg_fd, "<6>kpx-sweep: %s\n", buf);
+}
+
+/* --- the site list ------------------------------------------------------ */
+
+static char list_build_id[80];
+
+static int read_sites(const char *path)
+{
+	char line[1024];
+	int cap = 0, lineno = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		fprintf(stderr, "kpx-sweep: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		struct site *s;
+		char how[8];
+		int n;
+
+		lineno++;
+		if (line[0] == '#') {
+			sscanf(line, "# build-id %79s", list_build_id);
+			continue;
+		}
+		if (nsites == cap) {
+			cap = cap ? 2 * cap : 4096;
+			sites = realloc(sites, cap * sizeof(*sites));
+			if (!sites)
+				return -1;
+		}
+		s = &sites[nsites];
+		memset(s, 0, sizeof(*s));
+		line[strcspn(line, "\n")] = '\0';
+		n = sscanf(line, "%llx\t%127[^\t]\t%li\t%7[^\t]\t%23[^\t]\t%47[^\t]\t%d\t%47s",
+			   &s->addr, s->func, &s->off, how, s->group, s->cls, &s->len, s->bytes);
+		if (n != 8) {
+			fprintf(stderr, "kpx-sweep: %s:%d: bad line\n", path, lineno);
+			return -1;
+		}
+		s->by_addr = !strcmp(how, "addr");
+		s->batch = -1;
+		nsites++;
+	}
+	fclose(f);
+	if (nsites > SWEEP_MAX_SITES) {
+		fprintf(stderr, "kpx-sweep: %d sites, at most %d\n", nsites, SWEEP_MAX_SITES);
+		return -1;
+	}
+	return 0;
+}
+
+/* The running kernel's GNU build ID, hex. */
+static int kernel_build_id(char *out, size_t len)
+{
+	unsigned char buf[4096];
+	size_t n, off = 0;
+	FILE *f = fopen("/sys/kernel/notes", "r");
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	while (off + 12 <= n) {
+		unsigned int namesz, descsz, type;
+		size_t name, desc;
+
+		memcpy(&namesz, buf + off, 4);
+		memcpy(&descsz, buf + off + 4, 4);
+		memcpy(&type, buf + off + 8, 4);
+		name = off + 12;
+		desc = name + ((namesz + 3) & ~3U);
+		if (desc + descsz > n)
+			break;
+		if (type == 3 && namesz == 4 && !memcmp(buf + name, "GNU", 4) && 2 * descsz < len) {
+			for (unsigned int i = 0; i < descsz; i++)
+				sprintf(out + 2 * i, "%02x", buf[desc + i]);
+			return 0;
+		}
+		off = desc + ((descsz + 3) & ~3U);
+	}
+	return -1;
+}
+
+/* --- the kernel's view ---------------------------------------------------- */
+
+struct range {
+	unsigned long long lo, hi;
+};
+static struct range *blacklist;
+static int nblacklist;
+
+static void read_blacklist(void)
+{
+	char line[512];
+	FILE *f = fopen(KPROBES_BL, "r");
+	int cap = 0;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		struct range r;
+
+		if (sscanf(line, "0x%llx-0x%llx", &r.lo, &r.hi) != 2)
+			continue;
+		if (nblacklist == cap) {
+			cap = cap ? 2 * cap : 1024;
+			blacklist = realloc(blacklist, cap * sizeof(*blacklist));
+			if (!blacklist)
+				break;
+		}
+		blacklist[nblacklist++] = r;
+	}
+	fclose(f);
+}
+
+static bool blacklisted(unsigned long long a)
+{
+	for (int i = 0; i < nblacklist; i++)
+		if (a >= blacklist[i].lo && a < blacklist[i].hi)
+			return true;
+	return false;
+}
+
+static int read_live_text(unsigned long long addr, unsigned char *buf, int len)
+{
+	struct sweep_text_args args = { .addr = addr, .len = len };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = &args, .ctx_size_in = sizeof(args));
+	int err;
+
+	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.sweep_read_text), &opts);
+	if (err)
+		return err;
+	if (args.ret)
+		return args.ret;
+	memcpy(buf, skel->bss->text_buf, len);
+	return 0;
+}
+
+/* The debugfs kprobes list: address -> flags. */
+struct kp_entry {
+	unsigned long long addr;
+	char flags[48];
+};
+static struct kp_entry *kplist;
+static size_t nkplist, capkplist;
+
+static int kp_cmp(const void *a, const void *b)
+{
+	const struct kp_entry *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int read_kprobes_list(void)
+{
+	char line[512];
+	FILE *f = fopen(KPROBES_LIST, "r");
+
+	nkplist = 0;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		struct kp_entry e = {};
+		char *fl;
+
+		if (sscanf(line, "%llx", &e.addr) != 1)
+			continue;
+		fl = strchr(line, '[');
+		snprintf(e.flags, sizeof(e.flags), "%s", fl ? fl : "");
+		e.flags[strcspn(e.flags, "\n")] = '\0';
+		if (nkplist == capkplist) {
+			capkplist = capkplist ? 2 * capkplist : 512;
+			kplist = realloc(kplist, capkplist * sizeof(*kplist));
+			if (!kplist)
+				return -1;
+		}
+		kplist[nkplist++] = e;
+	}
+	fclose(f);
+	qsort(kplist, nkplist, sizeof(*kplist), kp_cmp);
+	return 0;
+}
+
+static const struct kp_entry *kp_find(unsigned long long addr)
+{
+	struct kp_entry key = { .addr = addr };
+
+	return nkplist ? bsearch(&key, kplist, nkplist, sizeof(*kplist), kp_cmp) : NULL;
+}
+
+static const char *debugfs_mech(const char *flags)
+{
+	if (strstr(flags, "[GONE]"))
+		return "gone";
+	if (strstr(flags, "[DISABLED]"))
+		return "disabled";
+	if (strstr(flags, "[FTRACE]"))
+		return "ftrace";
+	if (strstr(flags, "[CALLOPT]"))
+		return "callopt";
+	if (strstr(flags, "[OPTIMIZED]"))
+		return "jmpopt";
+	return "int3";
+}
+
+static const char *link_mech(__u32 m)
+{
+	switch (m) {
+	case BPF_KPROBE_MECH_UNSPEC:
+		return NULL;
+	case BPF_KPROBE_MECH_INT3:
+		return "int3";
+	case BPF_KPROBE_MECH_FTRACE:
+		return "ftrace";
+	case BPF_KPROBE_MECH_CALLOPT:
+		return "callopt";
+	case BPF_KPROBE_MECH_JMPOPT:
+		return "jmpopt";
+	case BPF_KPROBE_MECH_PENDING:
+		return "pending";
+	case BPF_KPROBE_MECH_DISABLED:
+		return "disabled";
+	default:
+		return "unknown";
+	}
+}
+
+/* Fills link_addr, missed and the link-info mechanism (NULL when the kernel
+ * does not report one). */
+static const char *link_info(struct site *s)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_link_get_info_by_fd(bpf_link__fd(s->link), &info, &len))
+		return "error";
+	if (info.type != BPF_LINK_TYPE_PERF_EVENT ||
+	    info.perf_event.type != BPF_PERF_EVENT_KPROBE)
+		return "error";
+	s->link_addr = info.perf_event.kprobe.addr;
+	s->missed = info.perf_event.kprobe.missed;
+	return link_mech(info.perf_event.kprobe.mechanism);
+}
+
+/* The mechanism of every attached site of the batch, into @field. Returns
+ * the number still pending, or -1 when the kernel reports no mechanism in
+ * the link info (then @optimized counts the debugfs [OPTIMIZED] ones). */
+static int batch_mechanisms(int *idx, int n, bool settle, int *optimized)
+{
+	int pending = 0, reported = 0;
+
+	read_kprobes_list();
+	*optimized = 0;
+	for (int k = 0; k < n; k++) {
+		struct site *s = &sites[idx[k]];
+		const struct kp_entry *e;
+		const char *m;
+		char *field = settle ? s->mech_settle : s->mech;
+
+		if (s->result != R_ATTACHED)
+			continue;
+		m = link_info(s);
+		e = kp_find(s->link_addr);
+		snprintf(s->flags, sizeof(s->flags), "%s", e ? e->flags : "-");
+		if (m && strcmp(m, "error")) {
+			s->mech_source = "link_info";
+			reported++;
+		} else if (e) {
+			m = debugfs_mech(e->flags);
+			s->mech_source = "debugfs";
+		} else {
+			m = "unknown";
+			s->mech_source = "none";
+		}
+		if (e && strstr(e->flags, "[OPTIMIZED]"))
+			(*optimized)++;
+		snprintf(field, 16, "%s", m);
+		pending += !strcmp(m, "pending");
+	}
+	return reported ? pending : -1;
+}
+
+/* --- batches ----------------------------------------------------------- */
+
+struct opts {
+	int batch;
+	int hold_ms;
+	int settle_ms;
+	int stable_ms;
+	int drain_ms;
+	int detach_threads;
+	int first_batch, last_batch;
+};
+
+struct detach_arg {
+	int *idx, n, t, nt;
+};
+
+static void *detach_thread(void *p)
+{
+	struct detach_arg *a = p;
+
+	for (int k = a->t; k < a->n; k += a->nt) {
+		struct site *s = &sites[a->idx[k]];
+
+		bpf_link__destroy(s->link);
+		s->link = NULL;
+	}
+	return NULL;
+}
+
+static void attach_site(struct site *s, int i)
+{
+	LIBBPF_OPTS(bpf_kprobe_opts, o, .offset = s->by_addr ? s->addr : s->off,
+		    .bpf_cookie = (__u64)i, .attach_mode = PROBE_ATTACH_MODE_LINK);
+	double t0 = now_ms();
+
+	__atomic_store_n(&skel->bss->hits[i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&skel->bss->last_ip[i], 0, __ATOMIC_RELAXED);
+	s->link = bpf_program__attach_kprobe_opts(skel->progs.sweep_probe,
+						  s->by_addr ? NULL : s->func, &o);
+	s->attach_ms = now_ms() - t0;
+	if (!s->link) {
+		s->err = errno;
+		s->result = R_REFUSED;
+		snprintf(s->mech, sizeof(s->mech), "refused");
+		return;
+	}
+	s->result = R_ATTACHED;
+}
+
+static bool endbr(const char *hex)
+{
+	return !strncmp(hex, "f30f1efa", 8);
+}
+
+/* After detach and a grace period: hits, and the checks of one site. */
+static void finish_site(struct site *s, int i)
+{
+	unsigned long long ip;
+
+	if (s->result != R_ATTACHED)
+		return;
+	s->hits = __atomic_load_n(&skel->bss->hits[i], __ATOMIC_RELAXED);
+	ip = __atomic_load_n(&skel->bss->last_ip[i], __ATOMIC_RELAXED);
+	if (s->link_addr != s->addr &&
+	    !(s->link_addr == s->addr + 4 && endbr(s->bytes)) &&
+	    !(!strcmp(s->group, "ctl-fentry-inner") && s->link_addr < s->addr &&
+	      s->link_addr + 5 > s->addr)) {
+		s->result = R_FAILED;
+		snprintf(s->why, sizeof(s->why), "probe at 0x%llx, not at the site",
+			 s->link_addr);
+	} else if (s->hits && ip != s->link_addr + 1) {
+		s->result = R_FAILED;
+		snprintf(s->why, sizeof(s->why), "pt_regs ip 0x%llx, want 0x%llx", ip,
+			 s->link_addr + 1);
+	} else if (!strcmp(s->mech, "unknown") || !strcmp(s->mech, "error")) {
+		s->result = R_FAILED;
+		snprintf(s->why, sizeof(s->why), "mechanism unknown (%s)", s->mech_source);
+	}
+}
+
+static void json_site(FILE *f, const struct site *s, int i)
+{
+	fprintf(f, "{\"idx\":%d,\"addr\":\"0x%llx\",\"site\":\"%s+0x%lx\",\"func\":\"%s\","
+		"\"off\":%lu,\"how\":\"%s\",\"group\":\"%s\",\"class\":\"%s\",\"len\":%d,"
+		"\"bytes\":\"%s\",\"live\":\"%s\",\"live_same\":%s,\"blacklisted\":%s,"
+		"\"batch\":%d,\"result\":\"%s\",\"errno\":%d,\"error\":\"%s\",\"why\":\"%s\","
+		"\"link_addr\":\"0x%llx\",\"mechanism\":\"%s\",\"mech_settle\":\"%s\","
+		"\"mech_source\":\"%s\",\"debugfs\":\"%s\",\"hits\":%llu,\"missed\":%llu,"
+		"\"attach_ms\":%.3f}\n",
+		i, s->addr, s->func, s->off, s->func, s->off, s->by_addr ? "addr" : "sym",
+		s->group, s->cls, s->len, s->bytes, s->live,
+		!strncmp(s->live, s->bytes, 2 * s->len) ? "true" : "false",
+		s->in_blacklist ? "true" : "false", s->batch, result_names[s->result], s->err,
+		s->err ? strerrorname_np(s->err) ?: "?" : "", s->why, s->link_addr,
+		s->mech[0] ? s->mech : "none", s->mech_settle[0] ? s->mech_settle : "none",
+		s->mech_source ? s->mech_source : "none", s->flags, s->hits, s->missed,
+		s->attach_ms);
+}
+
+struct totals {
+	double attach_ms, settle_ms, hold_ms, detach_ms, drain_ms;
+	int batches, attached, refused, failed, still_listed;
+	long drain_timeouts;
+};
+
+static int run_batch(const struct opts *o, int b, int nb, struct totals *t, FILE *out,
+		     struct wl_shared *wl)
+{
+	int *idx = malloc(sizeof(int) * (nsites / nb + 2)), n = 0, attached = 0, pending;
+	int nt = o->detach_threads, optimized, last_opt = -1;
+	double t0, t1, stable_since, settled;
+	pthread_t th[64];
+	struct detach_arg da[64];
+
+	for (int i = b; i < nsites; i += nb)
+		idx[n++] = i;
+	mark("batch %d/%d attach %d sites (0x%llx..), workload %ld", b, nb, n,
+	     sites[idx[0]].addr, wl ? wl_iters(wl) : 0);
+	wl_quiet(wl, 1);
+	t0 = now_ms();
+	for (int k = 0; k < n; k++) {
+		sites[idx[k]].batch = b;
+		attach_site(&sites[idx[k]], idx[k]);
+		attached += sites[idx[k]].result == R_ATTACHED;
+	}
+	t1 = now_ms();
+	t->attach_ms += t1 - t0;
+	mark("batch %d/%d attached %d of %d in %.0f ms", b, nb, attached, n, t1 - t0);
+	/* Settle. */
+	stable_since = now_ms();
+	for (;;) {
+		pending = batch_mechanisms(idx, n, true, &optimized);
+		if (pending == 0)
+			break;
+		if (pending < 0) {		/* no mechanism in the link info */
+			if (optimized != last_opt) {
+				last_opt = optimized;
+				stable_since = now_ms();
+			} else if (now_ms() - stable_since >= o->stable_ms) {
+				break;
+			}
+		}
+		if (now_ms() - t1 >= o->settle_ms)
+			break;
+		usleep(50000);
+	}
+	wl_quiet(wl, 0);
+	/* Small batches (bisection): each site's mechanism, in case the VM dies. */
+	for (int k = 0; k < n && n <= 8; k++)
+		mark("site 0x%llx %s+0x%lx %s %s", sites[idx[k]].addr, sites[idx[k]].func,
+		     sites[idx[k]].off, sites[idx[k]].result == R_ATTACHED ?
+		     sites[idx[k]].mech_settle : "refused", sites[idx[k]].bytes);
+	t0 = now_ms();
+	settled = t0 - t1;
+	t->settle_ms += settled;
+	usleep(o->hold_ms * 1000);
+	t1 = now_ms();
+	t->hold_ms += t1 - t0;
+	batch_mechanisms(idx, n, false, &optimized);
+	wl_quiet(wl, 1);
+	mark("batch %d/%d detach (settled in %.0f ms, %d pending then)", b, nb, settled, pending);
+	/* Detach. */
+	t0 = now_ms();
+	if (nt > 64)
+		nt = 64;
+	for (int k = 0; k < nt; k++) {
+		da[k] = (struct detach_arg){ idx, n, k, nt };
+		pthread_create(&th[k], NULL, detach_thread, &da[k]);
+	}
+	for (int k = 0; k < nt; k++)
+		pthread_join(th[k], NULL);
+	syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+	t1 = now_ms();
+	t->detach_ms += t1 - t0;
+	for (int k = 0; k < n; k++)
+		finish_site(&sites[idx[k]], idx[k]);
+	/* Drain: the kernel releases detached kprobes shortly after. */
+	t0 = now_ms();
+	for (;;) {
+		int left = 0;
+
+		read_kprobes_list();
+		for (int k = 0; k < n; k++) {
+			struct site *s = &sites[idx[k]];
+
+			if (s->link_addr && s->result != R_REFUSED && kp_find(s->link_addr))
+				left++;
+		}
+		if (!left)
+			break;
+		if (now_ms() - t0 >= o->drain_ms) {
+			t->drain_timeouts++;
+			t->still_listed += left;
+			break;
+		}
+		usleep(20000);
+	}
+	t->drain_ms += now_ms() - t0;
+	wl_quiet(wl, 0);
+	for (int k = 0; k < n; k++) {
+		struct site *s = &sites[idx[k]];
+
+		t->attached += s->result == R_ATTACHED;
+		t->refused += s->result == R_REFUSED;
+		t->failed += s->result == R_FAILED;
+		json_site(out, s, idx[k]);
+	}
+	fflush(out);
+	fsync(fileno(out));
+	t->batches++;
+	mark("batch %d/%d done", b, nb);
+	free(idx);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: kpx-sweep --sites FILE [--out FILE] [--summary FILE] [--progress FILE]\n"
+"                 [--batch N] [--hold-ms MS] [--settle-ms MS] [--stable-ms MS]\n"
+"                 [--drain-ms MS] [--detach-threads N] [--batches FIRST[-LAST]]\n"
+"                 [--no-workload] [--nice N] [--pause-us US] [--quiet-pause-us US]\n"
+"                 [--ignore-build-id] [-v]\n"
+"  Attaches a BPF kprobe at every site of FILE (scripts/sweep-sites), N at a\n"
+"  time (default 200), holds each batch while the workload runs, detaches, and\n"
+"  writes one JSON object per site. See the head of kpx_sweep.c.\n"
+"kpx-sweep --exit-code N: exit with status N (the workload execs this).\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "sites", required_argument, NULL, 's' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "summary", required_argument, NULL, 'S' },
+		{ "progress", required_argument, NULL, 'P' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "hold-ms", required_argument, NULL, 'H' },
+		{ "settle-ms", required_argument, NULL, 'T' },
+		{ "stable-ms", required_argument, NULL, 'Z' },
+		{ "drain-ms", required_argument, NULL, 'D' },
+		{ "detach-threads", required_argument, NULL, 'j' },
+		{ "batches", required_argument, NULL, 'B' },
+		{ "no-workload", no_argument, NULL, 'W' },
+		{ "nice", required_argument, NULL, 'n' },
+		{ "pause-us", required_argument, NULL, 'p' },
+		{ "quiet-pause-us", required_argument, NULL, 'q' },
+		{ "ignore-build-id", no_argument, NULL, 'I' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct opts o = { .batch = 200, .hold_ms = 400, .settle_ms = 3000, .stable_ms = 600,
+			  .drain_ms = 5000, .detach_threads = 8, .first_batch = 0,
+			  .last_batch = -1 };
+	struct wl_opts wo = { .nice = 5, .pause_us = 200, .quiet_pause_us = 2000 };
+	const char *sites_path = NULL, *out_path = NULL, *summary_path = NULL;
+	const char *progress_path = NULL;
+	bool workload = true, ignore_id = false;
+	char kid[80] = "", self[4096], *outdir = getenv("KPX_OUT");
+	struct totals t = {};
+	struct wl_shared *wl = NULL;
+	struct rlimit rl;
+	FILE *out, *sum;
+	int c, nb, wl_failed = 0, late = 0, live_err = 0, blisted = 0, ret;
+	double start, end;
+
+	if (argc == 3 && !strcmp(argv[1], "--exit-code"))
+		return atoi(argv[2]);
+	while ((c = getopt_long(argc, argv, "s:o:vh", lopts, NULL)) != -1) {
+		switch (c) {
+		case 's': sites_path = optarg; break;
+		case 'o': out_path = optarg; break;
+		case 'S': summary_path = optarg; break;
+		case 'P': progress_path = optarg; break;
+		case 'b': o.batch = atoi(optarg); break;
+		case 'H': o.hold_ms = atoi(optarg); break;
+		case 'T': o.settle_ms = atoi(optarg); break;
+		case 'Z': o.stable_ms = atoi(optarg); break;
+		case 'D': o.drain_ms = atoi(optarg); break;
+		case 'j': o.detach_threads = atoi(optarg); break;
+		case 'B':
+			if (sscanf(optarg, "%d-%d", &o.first_batch, &o.last_batch) == 1)
+				o.last_batch = o.first_batch;
+			break;
+		case 'W': workload = false; break;
+		case 'n': wo.nice = atoi(optarg); break;
+		case 'p': wo.pause_us = atoi(optarg); break;
+		case 'q': wo.quiet_pause_us = atoi(optarg); break;
+		case 'I': ignore_id = true; break;
+		case 'v': verbose = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!sites_path || optind != argc || o.batch < 1 || o.detach_threads < 1) {
+		usage(stderr);
+		return 2;
+	}
+	if (read_sites(sites_path) || !nsites)
+		return 2;
+	if (kernel_build_id(kid, sizeof(kid)) || strcmp(kid, list_build_id)) {
+		fprintf(stderr, "kpx-sweep: %s is for build ID %s, the running kernel is %s\n",
+			sites_path, list_build_id[0] ? list_build_id : "(none)", kid[0] ? kid : "(unknown)");
+		if (!ignore_id)
+			return 2;
+	}
+	nb = (nsites + o.batch - 1) / o.batch;
+	if (o.last_batch < 0 || o.last_batch >= nb)
+		o.last_batch = nb - 1;
+	if (!out_path || !summary_path || !progress_path) {
+		static char a[4200], b[4200], p[4200];
+
+		if (!outdir)
+			outdir = "/tmp";
+		snprintf(a, sizeof(a), "%s/sweep-sites.jsonl", outdir);
+		snprintf(b, sizeof(b), "%s/sweep-summary.json", outdir);
+		snprintf(p, sizeof(p), "%s/sweep-progress", outdir);
+		out_path = out_path ?: a;
+		summary_path = summary_path ?: b;
+		progress_path = progress_path ?: p;
+	}
+	out = fopen(out_path, "w");
+	progress = fopen(progress_path, "w");
+	if (!out || !progress) {
+		fprintf(stderr, "kpx-sweep: cannot write %s or %s\n", out_path, progress_path);
+		return 2;
+	}
+	kmsg_fd = open("/dev/kmsg", O_WRONLY);
+	/* Two descriptors per link, 300 links at a time and more. */
+	if (!getrlimit(RLIMIT_NOFILE, &rl)) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	libbpf_set_print(libbpf_print);
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[sl > 0 ? sl : 0] = '\0';
+	wo.self_exe = self;
+	wo.out_dir = getenv("KPX_OUT");
+
+	skel = kpx_sweep_bpf__open_and_load();
+	if (!skel) {
+		fprintf(stderr, "kpx-sweep: load: %s\n", strerror(errno));
+		return 1;
+	}
+	read_blacklist();
+	for (int i = 0; i < nsites; i++) {
+		struct site *s = &sites[i];
+		unsigned char b[SWEEP_TEXT_MAX];
+		int len = s->len > SWEEP_TEXT_MAX ? SWEEP_TEXT_MAX : s->len;
+
+		if (len < 1)
+			len = 1;
+		if (read_live_text(s->addr, b, len)) {
+			live_err++;
+			snprintf(s->live, sizeof(s->live), "?");
+		} else {
+			for (int k = 0; k < len; k++)
+				sprintf(s->live + 2 * k, "%02x", b[k]);
+		}
+		s->in_blacklist = blacklisted(s->addr);
+		blisted += s->in_blacklist;
+	}
+	printf("kpx-sweep: %d sites in %d batches of up to %d (running %d-%d), kernel %s, "
+	       "%d in the kprobes blacklist\n", nsites, nb, o.batch, o.first_batch,
+	       o.last_batch, kid, blisted);
+	fflush(stdout);
+	if (workload) {
+		wl = wl_start(&wo);
+		if (!wl) {
+			fprintf(stderr, "kpx-sweep: cannot start the workload\n");
+			return 1;
+		}
+		sleep(1);
+	}
+	mark("start: %d sites, %d batches, batches %d-%d", nsites, nb, o.first_batch,
+	     o.last_batch);
+	start = now_ms();
+	for (int b = o.first_batch; b <= o.last_batch; b++) {
+		run_batch(&o, b, nb, &t, out, wl);
+		if (b % 10 == 9 || b == o.last_batch) {
+			printf("kpx-sweep: batch %d/%d, %.0f s: %d attached, %d refused, %d failed\n",
+			       b + 1, nb, (now_ms() - start) / 1e3, t.attached, t.refused, t.failed);
+			fflush(stdout);
+		}
+	}
+	end = now_ms();
+	/* Late runs: no count may move after its detach + grace period. */
+	usleep(100000);
+	syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+	{
+		FILE *lf = NULL;
+
+		for (int i = 0; i < nsites; i++) {
+			struct site *s = &sites[i];
+			unsigned long long h;
+
+			if (s->batch < 0 || s->result == R_REFUSED)
+				continue;
+			h = __atomic_load_n(&skel->bss->hits[i], __ATOMIC_RELAXED);
+			if (h == s->hits)
+				continue;
+			late++;
+			if (!lf) {
+				char p[4300];
+
+				snprintf(p, sizeof(p), "%s.late", out_path);
+				lf = fopen(p, "w");
+			}
+			if (lf)
+				fprintf(lf, "{\"idx\":%d,\"addr\":\"0x%llx\",\"late_hits\":%llu}\n",
+					i, s->addr, h - s->hits);
+		}
+		if (lf)
+			fclose(lf);
+	}
+	if (wl)
+		wl_failed = wl_stop(wl, 60);
+	mark("end: %d attached, %d refused, %d failed, %d late, workload %d failed",
+	     t.attached, t.refused, t.failed, late, wl_failed);
+	ret = (t.failed || late || wl_failed || skel->bss->bad_cookie) ? 1 : 0;
+	sum = fopen(summary_path, "w");
+	if (sum) {
+		fprintf(sum, "{\"sites\":%d,\"batches\":%d,\"batch_size\":%d,\"first_batch\":%d,"
+			"\"last_batch\":%d,\"batches_run\":%d,\"kernel_build_id\":\"%s\","
+			"\"list_build_id\":\"%s\",\"attached\":%d,\"refused\":%d,\"failed\":%d,"
+			"\"late\":%d,\"bad_cookie\":%llu,\"live_read_errors\":%d,"
+			"\"blacklisted\":%d,\"seconds\":%.1f,\"ms\":{\"attach\":%.0f,"
+			"\"settle\":%.0f,\"hold\":%.0f,\"detach\":%.0f,\"drain\":%.0f},"
+			"\"drain_timeouts\":%ld,\"still_listed\":%d,\"hold_ms\":%d,\"settle_ms\":%d,"
+			"\"workload_failed\":%d,\"workload\":",
+			nsites, nb, o.batch, o.first_batch, o.last_batch, t.batches, kid,
+			list_build_id, t.attached, t.refused, t.failed, late,
+			(unsigned long long)skel->bss->bad_cookie, live_err, blisted,
+			(end - start) / 1e3, t.attach_ms, t.settle_ms, t.hold_ms, t.detach_ms,
+			t.drain_ms, t.drain_timeouts, t.still_listed, o.hold_ms, o.settle_ms,
+			wl_failed);
+		if (wl)
+			wl_json(sum, wl);
+		else
+			fprintf(sum, "null");
+		fprintf(sum, ",\"ok\":%s}\n", ret ? "false" : "true");
+		fclose(sum);
+	}
+	printf("kpx-sweep: %d sites in %.0f s: %d attached, %d refused, %d failed, %d late; "
+	       "workload %s\n", t.attached + t.refused + t.failed, (end - start) / 1e3,
+	       t.attached, t.refused, t.failed, late,
+	       !wl ? "off" : wl_failed ? "FAILED" : "ok");
+	fclose(out);
+	fclose(progress);
+	kpx_sweep_bpf__destroy(skel);
+	return ret;
+}
