@@ -43,6 +43,38 @@ assert_rc() { # EXPECTED CMD... (output in $out)
 	out=$("$@" 2>&1); rc=$?
 	[ "$rc" = "$want" ] || fail "'$*' exited $rc, want $want; output: $out"
 }
+# Values out of JSON for assertions. In jq a missing field is null, and
+# null <= 1 is true, so a comparison in jq passes on a field that is not
+# there. json_num JSON PATH prints the value at the jq PATH of JSON and fails
+# the test (also from inside $(...)) unless it is exactly one number;
+# json_int an integer, json_bool true or false, json_str a string.
+# assert_num A OP B WHAT compares two numbers (OP: < <= == != >= >).
+_json_typed() { # TYPE JSON PATH
+	local t=$1 json=$2 path=$3 r
+	r=$(jq -r --arg t "$t" "[$path] | if length == 1 and ((.[0] | type) == \$t or
+		(\$t == \"integer\" and (.[0] | type) == \"number\" and .[0] == (.[0] | floor)))
+		then .[0] | tostring else \"NOT \" + (map(tojson) | join(\", \")) end" <<< "$json" 2>&1) ||
+		fail_test "$path: cannot read it from the JSON (${r:0:200}): ${json:0:300}"
+	if [[ $r == "NOT "* ]]; then
+		r=${r#NOT }
+		[ "$t" = integer ] && t="an integer" || t="a $t"
+		fail_test "$path: want $t, got ${r:-nothing}, in: ${json:0:300}"
+	fi
+	printf '%s\n' "$r"
+}
+json_num() { _json_typed number "$@"; }
+json_int() { _json_typed integer "$@"; }
+json_bool() { _json_typed boolean "$@"; }
+json_str() { _json_typed string "$@"; }
+assert_num() { # A OP B WHAT
+	local re='^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$'
+	[[ $1 =~ $re ]] || fail_test "$4: '$1' is not a number"
+	[[ $3 =~ $re ]] || fail_test "$4: '$3' is not a number"
+	case $2 in '<'|'<='|'=='|'!='|'>='|'>') ;; *) fail_test "assert_num: bad operator '$2'" ;; esac
+	awk -v a="$1" -v b="$3" "BEGIN { exit !(a + 0 $2 b + 0) }" ||
+		fail_test "$4: $1 $2 $3 does not hold"
+}
+
 # The kernel log from a point on, without clearing it: no test clears the
 # kernel log (dmesg -C would hide an earlier test's splat from whatever reads
 # the ring buffer). kmsg_mark [WHAT] writes a unique line to /dev/kmsg and

@@ -26,8 +26,8 @@ for round in 1 2; do
 	wait $kp || fail "kpctl failed after the module went: $(cat /tmp/kpctl.err)"
 	note "round $round: $(jq -c '[.probes[] | {spec, mechanism, hits}]' /tmp/kpctl.json)"
 	for i in 0 1; do
-		[ "$(jq -r ".probes[$i].hits" /tmp/kpctl.json)" -gt 0 ] ||
-			fail "probe $i was not hit before the module went"
+		assert_num "$(json_int "$(cat /tmp/kpctl.json)" ".probes[$i].hits")" '>' 0 \
+			"hits of probe $i before the module went"
 	done
 	assert_no_kprobes
 done

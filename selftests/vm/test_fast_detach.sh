@@ -11,7 +11,9 @@
 #  - the stock path (knob 0) still works and still waits.
 # TCG wall time is noisy when the host is busy (another QEMU, a build): a
 # p99 over the limit is measured up to three times before it counts as a
-# failure (all are logged). On a quiet host the first try passes.
+# failure (all are logged). Every try is checked in full (hit accounting,
+# mechanisms, then p99): a retry never skips an assertion. On a quiet host
+# the first try passes.
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
@@ -21,51 +23,55 @@ trap 'echo 1 > $FAST' EXIT
 
 stress_detach() { # SITE -> JSON of kpctl stress (200 cycles, no workers)
 	"$KPCTL" -j stress -n 200 -k 10 -W 0 -s "$1" ||
-		fail "stress at $1 failed"
+		fail_test "stress at $1 failed"
+}
+# The correctness of one stress run: exact hit accounting, the mechanism in
+# every cycle.
+check_stress() { # JSON SITE MECHANISM WHAT
+	assert_eq "$(json_int "$1" .violations)" 0 "$2 ($4): hit accounting"
+	assert_eq "$(json_int "$1" ".sites[0].mechanisms.$3")" 200 "$2 ($4): $3 every cycle"
 }
 
 for site in "$F" "$F+$GETPGID_SINGLE"; do
 	case $site in *+*) mech=callopt ;; *) mech=ftrace ;; esac
 	echo 0 > $FAST
 	stock=$(stress_detach "$site")
-	echo 1 > $FAST
-	fast=$(stress_detach "$site")
 	note "$site stock: $(jq -c .detach_ms <<< "$stock")"
-	note "$site fast:  $(jq -c .detach_ms <<< "$fast")"
-	for j in "$stock" "$fast"; do
-		assert_eq "$(jq -r .violations <<< "$j")" 0 "$site: hit accounting"
-		assert_eq "$(jq -r ".sites[0].mechanisms.$mech" <<< "$j")" 200 "$site: $mech every cycle"
-	done
+	check_stress "$stock" "$site" $mech stock
+	echo 1 > $FAST
 	# The absolute limits are for the normal flavour; the debug kernel
 	# (lockdep, debug objects, ...) is several times slower per call and
 	# only has to keep the ratio to stock.
-	if [ -n "$SFX" ]; then
-		note "$SFX flavour: no absolute p99 limit"
-	else
-	for try in 2 3; do
-		jq -e '.detach_ms.p99 <= 1' <<< "$fast" > /dev/null && break
+	for try in 1 2 3; do
 		fast=$(stress_detach "$site")
 		note "$site fast, try $try: $(jq -c .detach_ms <<< "$fast")"
+		check_stress "$fast" "$site" $mech "fast, try $try"
+		p99=$(json_num "$fast" .detach_ms.p99)
+		if [ -n "$SFX" ]; then
+			note "$SFX flavour: no absolute p99 limit"
+			break
+		fi
+		awk -v p="$p99" 'BEGIN { exit !(p <= 1) }' && break
+		[ "$try" = 3 ] && fail "$site: detach p99 $p99 ms > 1 ms in 3 tries"
 	done
-	jq -e '.detach_ms.p99 <= 1' <<< "$fast" > /dev/null ||
-		fail "$site: detach p99 $(jq .detach_ms.p99 <<< "$fast") ms > 1 ms in 3 tries"
-	fi
 	# Stock waits for grace periods: tens of ms here. At least 20x slower.
-	jq -e --argjson s "$(jq .detach_ms.p50 <<< "$stock")" '.detach_ms.p50 * 20 <= $s' \
-		<<< "$fast" > /dev/null || fail "$site: fast p50 not 20x below stock's"
-	note "$site: detach p50 ratio stock/fast $(jq -n --argjson s "$(jq .detach_ms.p50 <<< "$stock")" \
-		--argjson f "$(jq .detach_ms.p50 <<< "$fast")" '$s / $f | floor')"
+	s50=$(json_num "$stock" .detach_ms.p50)
+	f50=$(json_num "$fast" .detach_ms.p50)
+	assert_num "$(awk -v f="$f50" 'BEGIN { print f * 20 }')" '<=' "$s50" \
+		"$site: fast p50 $f50 ms x 20 vs stock p50 $s50 ms"
+	note "$site: detach p50 ratio stock/fast $(jq -n --argjson s "$s50" --argjson f "$f50" \
+		'if $f > 0 then $s / $f | floor else "inf" end')"
 done
 assert_no_kprobes
 
 # 1000 links, fast: total detach <= 1 s, no late runs.
 json=$("$KPCTL" -j links -n 1000) || fail "links -n 1000: $(jq -c '{late_runs, attached}' <<< "$json")"
 note "1000 links: $(jq -c '{attached, attach_ms, detach_ms, late_runs, functions_hit, mechanisms}' <<< "$json")"
-assert_eq "$(jq -r .attached <<< "$json")" 1000 "links attached"
-assert_eq "$(jq -r .late_runs <<< "$json")" 0 "late runs"
-[ "$(jq -r .functions_hit <<< "$json")" -gt 10 ] || fail "too few functions hit while attached"
-[ -n "$SFX" ] || jq -e '.detach_ms.total <= 1000' <<< "$json" > /dev/null ||
-	fail "detaching 1000 links took $(jq .detach_ms.total <<< "$json") ms"
+assert_eq "$(json_int "$json" .attached)" 1000 "links attached"
+assert_eq "$(json_int "$json" .late_runs)" 0 "late runs"
+assert_num "$(json_int "$json" .functions_hit)" '>' 10 "functions hit while attached"
+total=$(json_num "$json" .detach_ms.total)
+[ -n "$SFX" ] || assert_num "$total" '<=' 1000 "detaching 1000 links (ms)"
 assert_no_kprobes
 
 # The stock path, for the ratio (200 links keep the run short: ~75 ms each).
@@ -75,8 +81,11 @@ echo 1 > $FAST
 fast=$("$KPCTL" -j links -n 200) || fail "fast links -n 200"
 note "200 links stock: $(jq -c '{attach_ms, detach_ms}' <<< "$stock")"
 note "200 links fast:  $(jq -c '{attach_ms, detach_ms}' <<< "$fast")"
-jq -e --argjson s "$(jq .detach_ms.total <<< "$stock")" '.detach_ms.total * 20 <= $s' \
-	<<< "$fast" > /dev/null || fail "200 links: fast detach not 20x below stock's"
-assert_eq "$(jq -r .late_runs <<< "$stock")" 0 "stock late runs"
+s_total=$(json_num "$stock" .detach_ms.total)
+f_total=$(json_num "$fast" .detach_ms.total)
+assert_num "$(awk -v f="$f_total" 'BEGIN { print f * 20 }')" '<=' "$s_total" \
+	"200 links: fast detach $f_total ms x 20 vs stock $s_total ms"
+assert_eq "$(json_int "$stock" .late_runs)" 0 "stock late runs"
+assert_eq "$(json_int "$fast" .late_runs)" 0 "fast late runs"
 assert_no_kprobes
 echo "ok"

@@ -20,33 +20,36 @@ wait_no_kprobes() {
 }
 
 check_links() { # JSON N WHAT
-	local json=$1 n=$2 what=$3 attached failures
-	field() { jq -r "$1" <<< "$json"; }
-	attached=$(field .attached)
-	failures=$(field .attach_failures)
+	local json=$1 n=$2 what=$3 attached failures l
+	int() { json_int "$json" "$1"; }
+	num() { json_num "$json" "$1"; }
+	attached=$(int .attached)
+	failures=$(int .attach_failures)
 	if [ "$attached" != "$n" ]; then
 		# Only when the candidates ran out, every failure accounted for.
-		[ "$attached" -ge $((n * 95 / 100)) ] || fail "$what: attached $attached of $n"
-		assert_eq $((attached + failures)) "$(field .candidates)" \
+		assert_num "$attached" '>=' $((n * 95 / 100)) "$what: attached of $n"
+		assert_eq $((attached + failures)) "$(int .candidates)" \
 			"$what: attached + failures when short of $n"
 	fi
-	assert_eq "$(field '[.failure_reasons[]] | add // 0')" "$failures" \
+	assert_eq "$(int '[.failure_reasons[]] | add // 0')" "$failures" \
 		"$what: failure reasons add up"
-	assert_eq "$(field .late_runs)" 0 "$what: late runs"
-	assert_eq "$(field .late_check.flagged)" 0 "$what: runs that saw the dead flag"
-	assert_eq "$(field '[.mechanisms[]] | add')" "$attached" "$what: mechanisms add up"
-	assert_eq "$(field '[.mechanism_source[]] | add')" "$attached" \
+	assert_eq "$(int .late_runs)" 0 "$what: late runs"
+	assert_eq "$(int .late_check.flagged)" 0 "$what: runs that saw the dead flag"
+	assert_eq "$(int '[.mechanisms[]] | add')" "$attached" "$what: mechanisms add up"
+	assert_eq "$(int '[.mechanism_source[]] | add')" "$attached" \
 		"$what: mechanism sources add up"
 	# Every link is at a function's entry: the ftrace site, full pt_regs.
-	assert_eq "$(field .mechanisms.ftrace)" "$attached" "$what: ftrace at every entry"
-	assert_eq "$(field .full_regs)" "$attached" "$what: full regs"
-	[ "$(field .functions_hit)" -gt 0 ] || fail "$what: no function hit"
-	jq -e --arg f "$F" '.functions_hit_sample | index($f)' <<< "$json" > /dev/null ||
+	assert_eq "$(int .mechanisms.ftrace)" "$attached" "$what: ftrace at every entry"
+	assert_eq "$(int .full_regs)" "$attached" "$what: full regs"
+	assert_num "$(int .functions_hit)" '>' 0 "$what: functions hit"
+	jq -e --arg f "$F" '.functions_hit_sample | index($f) != null' <<< "$json" > /dev/null ||
 		fail "$what: $F (first candidate) not hit"
-	jq -e '.attach_ms.p50 <= .attach_ms.p99 and .attach_ms.p99 <= .attach_ms.max and
-		.detach_ms.p50 <= .detach_ms.p99 and .detach_ms.p99 <= .detach_ms.max and
-		.attach_ms.max <= .attach_ms.sum and .attach_ms.sum <= .attach_ms.total and
-		.detach_ms.max <= .detach_ms.sum and .detach_ms.sum <= .detach_ms.total' <<< "$json" > /dev/null || fail "$what: latencies out of order"
+	for l in attach_ms detach_ms; do
+		assert_num "$(num .$l.p50)" '<=' "$(num .$l.p99)" "$what: $l p50 <= p99"
+		assert_num "$(num .$l.p99)" '<=' "$(num .$l.max)" "$what: $l p99 <= max"
+		assert_num "$(num .$l.max)" '<=' "$(num .$l.sum)" "$what: $l max <= sum"
+		assert_num "$(num .$l.sum)" '<=' "$(num .$l.total)" "$what: $l sum <= total"
+	done
 }
 
 start=$(date +%s)
@@ -61,7 +64,7 @@ wait_no_kprobes
 json=$("$KPCTL" -j links -n 50 --kretprobe --trigger 100 --late 200) ||
 	fail "links --kretprobe: $json"
 note "$json"
-assert_eq "$(jq -r .kretprobe <<< "$json")" true "kretprobe run"
+assert_eq "$(json_bool "$json" .kretprobe)" true "kretprobe run"
 check_links "$json" 50 "links --kretprobe"
 wait_no_kprobes
 
@@ -74,7 +77,7 @@ if [ -w "$FAST" ]; then
 	echo "$old" > "$FAST"
 	[ $rc = 0 ] || fail "links with fast detach off: $json"
 	note "$json"
-	assert_eq "$(jq -r .fast_detach <<< "$json")" 0 "fast_detach reported"
+	assert_eq "$(json_int "$json" .fast_detach)" 0 "fast_detach reported"
 	check_links "$json" 30 "links, fast detach off"
 	wait_no_kprobes
 else
@@ -92,7 +95,8 @@ wait_no_kprobes
 # The negative control: the dead flag set while attached must be caught.
 assert_rc 1 "$KPCTL" -j links -n 5 --control --late 50
 json=$(sed -n '/^{/p' <<< "$out")
-[ "$(jq -r .late_runs <<< "$json")" -gt 0 ] || fail "negative control: no late run: $out"
+[ -n "$json" ] || fail "negative control: no JSON in: $out"
+assert_num "$(json_int "$json" .late_runs)" '>' 0 "negative control: late runs"
 assert_match "$out" "as the negative control wants" "negative control message"
 wait_no_kprobes
 

@@ -14,27 +14,32 @@ json=$("$KPCTL" -j stress -n $N -k $K -W 2 --yield \
 	-s "$F,$F+$GETPGID_MID" -s "$F+$GETPGID_SINGLE" -s "$F+$unreached") ||
 	fail "stress: $json"
 note "$json"
-field() { jq -r "$1" <<< "$json"; }
-assert_eq "$(field .iterations)" $N "intervals"
-assert_eq "$(field .violations)" 0 "violations"
-assert_eq "$(field '.sites | length')" 4 "sites"
-assert_eq "$(field .attach_ms.n)" $((4 * N)) "attach latencies"
-assert_eq "$(field .detach_ms.n)" $((4 * N)) "detach latencies"
-jq -e '.attach_ms.p50 <= .attach_ms.p99 and .attach_ms.p99 <= .attach_ms.max and
-	.detach_ms.p50 <= .detach_ms.p99 and .detach_ms.p99 <= .detach_ms.max' <<< "$json" \
-	> /dev/null || fail "percentiles out of order"
-[ "$(field .worker_calls)" -gt 0 ] || fail "workers made no calls"
-for i in 0 1 2; do
-	assert_eq "$(field ".sites[$i].hits_per_call")" 1 "hits per call at site $i"
-	assert_eq "$(field ".sites[$i].ctrl_hits")" $((N * K)) "controller hits at site $i"
-	jq -e --argjson i $i '.sites[$i] | .worker_lower <= .worker_hits and
-		.worker_hits <= .worker_upper and .hits == .ctrl_hits + .worker_hits' \
-		<<< "$json" > /dev/null || fail "site $i outside its bounds"
+num() { json_num "$json" "$1"; }
+int() { json_int "$json" "$1"; }
+assert_eq "$(int .iterations)" $N "intervals"
+assert_eq "$(int .violations)" 0 "violations"
+assert_eq "$(int '.sites | length')" 4 "sites"
+assert_eq "$(int .attach_ms.n)" $((4 * N)) "attach latencies"
+assert_eq "$(int .detach_ms.n)" $((4 * N)) "detach latencies"
+for l in attach_ms detach_ms; do
+	assert_num "$(num .$l.p50)" '<=' "$(num .$l.p99)" "$l: p50 <= p99"
+	assert_num "$(num .$l.p99)" '<=' "$(num .$l.max)" "$l: p99 <= max"
 done
-assert_eq "$(field .sites[3].hits_per_call)" 0 "hits per call at the unreached site"
-assert_eq "$(field .sites[3].hits)" 0 "hits at the unreached site"
-assert_eq "$(field '.sites[2].mechanisms.callopt')" $N "callopt at +$GETPGID_SINGLE"
-assert_eq "$(field '.sites[0].mechanisms.ftrace')" $N "ftrace at the entry"
+assert_num "$(int .worker_calls)" '>' 0 "worker calls"
+for i in 0 1 2; do
+	assert_eq "$(num ".sites[$i].hits_per_call")" 1 "hits per call at site $i"
+	assert_eq "$(int ".sites[$i].ctrl_hits")" $((N * K)) "controller hits at site $i"
+	lower=$(int ".sites[$i].worker_lower") upper=$(int ".sites[$i].worker_upper")
+	whits=$(int ".sites[$i].worker_hits")
+	assert_num "$lower" '<=' "$whits" "site $i: worker hits above the lower bound"
+	assert_num "$whits" '<=' "$upper" "site $i: worker hits below the upper bound"
+	assert_eq "$(int ".sites[$i].hits")" $(( $(int ".sites[$i].ctrl_hits") + whits )) \
+		"site $i: hits = controller hits + worker hits"
+done
+assert_eq "$(num .sites[3].hits_per_call)" 0 "hits per call at the unreached site"
+assert_eq "$(int .sites[3].hits)" 0 "hits at the unreached site"
+assert_eq "$(int '.sites[2].mechanisms.callopt')" $N "callopt at +$GETPGID_SINGLE"
+assert_eq "$(int '.sites[0].mechanisms.ftrace')" $N "ftrace at the entry"
 assert_no_kprobes
 
 # Default sites, pinned workers, text output.
@@ -47,7 +52,7 @@ assert_no_kprobes
 
 # --duration stops early.
 json=$("$KPCTL" -j stress -n 100000 -d 2 -W 1 -s "$F+$GETPGID_SINGLE") || fail "stress -d: $json"
-[ "$(field .iterations)" -lt 100000 ] || fail "--duration did not stop the run"
+assert_num "$(int .iterations)" '<' 100000 "iterations with --duration 2"
 assert_no_kprobes
 
 # Bad input: usage errors, a site that does not exist, nothing left behind.
