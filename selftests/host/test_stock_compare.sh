@@ -6,16 +6,15 @@
 # and the kprobes KUnit suite (CONFIG_KPROBES_SANITY_TEST=m), through
 # selftests/host/stock-compare-guest.sh. Prints a table of every test's
 # result on stock and on ours and fails on any difference; KUnit must pass
-# on both, and the kernel log of our run must be clean. Builds the stock
-# kernel when it is missing or older than its config (skips when it cannot
-# be built here: no kernel source, no compiler).
+# on both, and the kernel log of our run must be clean. Needs the stock
+# kernel built (make check-stock builds it, then runs this test).
 . "$(dirname "$0")/../lib.sh"
 export LC_ALL=C	# one collation for sort and join
 STOCK=$BUILD/bzImage-stock
 OURS=$BUILD/bzImage
 [ -r "$OURS" ] || fail "no $OURS (make kernel)"
 
-ensure_stock_kernel
+require_stock_kernel
 
 # One boot per kernel; the run folder comes from vm-run's first line (not
 # build/vm/last, which another VM may have moved).

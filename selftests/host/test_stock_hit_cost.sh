@@ -13,9 +13,8 @@ OURS=$BUILD/bzImage
 STOCK=$BUILD/bzImage-stock
 BENCH=$BUILD/kpx-bench
 [ -r "$OURS" ] || fail "no $OURS (make kernel)"
-make -s -C "$KPX_ROOT/bench" BUILD="$BUILD" > "$BUILD/hit-cost-build.log" 2>&1 ||
-	fail "cannot build kpx-bench: $(tail -5 "$BUILD/hit-cost-build.log")"
-ensure_stock_kernel
+[ -x "$BENCH" ] || fail "no $BENCH: run 'make bench-tool' (make check-stock builds it)"
+require_stock_kernel
 . "$BUILD/sites.env"
 out=$BUILD/hit-cost
 rm -rf "$out"
