@@ -110,32 +110,78 @@ static const char *boost_refusal(struct insn *insn)
 	return NULL;
 }
 
-/* callopt_insn_ok() of the callopt patch (opt.c). */
+/* callopt_insn_is_string(): MOVS, CMPS, STOS, LODS, SCAS and INS, OUTS */
+static bool callopt_insn_is_string(struct insn *insn)
+{
+	unsigned char op0 = insn->opcode.bytes[0];
+
+	return insn->opcode.nbytes == 1 &&
+	       ((op0 >= 0x6c && op0 <= 0x6f) || (op0 >= 0xa4 && op0 <= 0xa7) ||
+		(op0 >= 0xaa && op0 <= 0xaf));
+}
+
+/*
+ * callopt_insn_ok() of the callopt patch (opt.c), in its order: the
+ * prefixes first (%fs/%gs overrides; REP/REPNE on a string instruction;
+ * LOCK stays allowed), then the opcode.
+ */
 static const char *callopt_refusal(struct insn *insn)
 {
 	unsigned char op0 = insn->opcode.bytes[0];
 	unsigned char reg = X86_MODRM_REG(insn->modrm.bytes[0]);
+	insn_byte_t prefix;
+	int i;
+
+	for_each_insn_prefix(insn, i, prefix) {
+		switch (prefix) {
+		case 0x64:
+			return "%fs operand: callopt refuses %fs and %gs segment overrides";
+		case 0x65:
+			return "%gs operand: the preempt count callopt raises is "
+			       "%gs-relative per-CPU data";
+		case 0xf2:
+		case 0xf3:
+			if (callopt_insn_is_string(insn))
+				return "REP string instruction: unbounded time with "
+				       "preemption off";
+			break;
+		}
+	}
 
 	if (insn->opcode.nbytes == 2 && op0 == 0x0f) {
 		switch (insn->opcode.bytes[1]) {
+		case 0x00:
+			return "system instruction (0f 00: lldt, ltr, ...)";
 		case 0x01:
-			return "system instruction (0f 01)";
+			return "system instruction (0f 01: stac/clac, monitor/mwait, ...)";
 		case 0x05:
 		case 0x07:
 		case 0x34 ... 0x35:
 			return "syscall/sysret/sysenter/sysexit";
+		case 0x06:
+			return "clts";
+		case 0x08 ... 0x09:
+			return "invd/wbinvd";
 		case 0x0b:
 		case 0xb9:
 		case 0xff:
 			return "ud0/ud1/ud2";
 		case 0x20 ... 0x23:
 			return "move to/from control or debug register";
+		case 0x30:
+			return "wrmsr";
+		case 0xa0 ... 0xa1:
+			return "push/pop of the %fs selector";
+		case 0xa8 ... 0xa9:
+			return "push/pop of the %gs selector";
 		}
 		return NULL;
 	}
 	if (insn->opcode.nbytes != 1)
 		return "not a one- or two-byte opcode";
 	switch (op0) {
+	case 0x6c ... 0x6f:
+		return "ins/outs (port I/O)";
 	case 0x8e:
 		return "move to segment register";
 	case 0x9c ... 0x9d:
@@ -143,6 +189,8 @@ static const char *callopt_refusal(struct insn *insn)
 	case 0xc2 ... 0xc3:
 	case 0xca ... 0xcf:
 		return "ret/retf/int/iret";
+	case 0xc8:
+		return "enter";
 	case 0xe4 ... 0xe7:
 	case 0xec ... 0xef:
 		return "in/out";
@@ -235,12 +283,17 @@ static const struct mn one_byte[] = {
 	{ 0x29, "sub" }, { 0x2b, "sub" }, { 0x31, "xor" }, { 0x33, "xor" },
 	{ 0x38, "cmp" }, { 0x39, "cmp" }, { 0x3b, "cmp" }, { 0x3c, "cmp" },
 	{ 0x3d, "cmp" }, { 0x63, "movslq" }, { 0x68, "push" }, { 0x69, "imul" },
-	{ 0x6a, "push" }, { 0x80, "grp1" }, { 0x81, "grp1" }, { 0x83, "grp1" },
+	{ 0x6a, "push" }, { 0x6c, "ins" }, { 0x6d, "ins" }, { 0x6e, "outs" },
+	{ 0x6f, "outs" }, { 0x80, "grp1" }, { 0x81, "grp1" }, { 0x83, "grp1" },
 	{ 0x84, "test" }, { 0x85, "test" }, { 0x88, "mov" }, { 0x89, "mov" },
 	{ 0x8a, "mov" }, { 0x8b, "mov" }, { 0x8d, "lea" }, { 0x90, "nop" },
 	{ 0x98, "cltq" }, { 0x99, "cltd" }, { 0x9c, "pushf" }, { 0x9d, "popf" },
-	{ 0xa8, "test" }, { 0xa9, "test" }, { 0xc1, "shift" }, { 0xc2, "ret" },
-	{ 0xc3, "ret" }, { 0xc6, "mov" }, { 0xc7, "mov" }, { 0xc9, "leave" },
+	{ 0xa4, "movs" }, { 0xa5, "movs" }, { 0xa6, "cmps" }, { 0xa7, "cmps" },
+	{ 0xa8, "test" }, { 0xa9, "test" }, { 0xaa, "stos" }, { 0xab, "stos" },
+	{ 0xac, "lods" }, { 0xad, "lods" }, { 0xae, "scas" }, { 0xaf, "scas" },
+	{ 0xc1, "shift" }, { 0xc2, "ret" },
+	{ 0xc3, "ret" }, { 0xc6, "mov" }, { 0xc7, "mov" }, { 0xc8, "enter" },
+	{ 0xc9, "leave" },
 	{ 0xcc, "int3" }, { 0xd1, "shift" }, { 0xd3, "shift" }, { 0xe8, "call" },
 	{ 0xe9, "jmp" }, { 0xeb, "jmp" }, { 0xf4, "hlt" }, { 0xf6, "grp3" },
 	{ 0xf7, "grp3" }, { 0xfa, "cli" }, { 0xfb, "sti" }, { 0xfe, "inc/dec" },
