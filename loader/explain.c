@@ -147,10 +147,49 @@ static const char *why_not_jump_func(const struct kfunc *f, const struct kstate 
 				     unsigned long long a, char *buf, size_t len);
 
 /*
+ * callopt_frame_unchanged(): unwind_orc_same_frame(site, end) for the end of
+ * each displaced instruction, i.e. every instruction boundary after the
+ * site up to and including site+len. The entry in effect at an address is
+ * the last one at or below it (orc_find()); kimage.c read them from
+ * vmlinux's .orc_unwind_ip and .orc_unwind.
+ */
+static const char *why_orc_changes(const struct kfunc *f, unsigned long long a,
+				   const unsigned long long *ends, int n, char *buf,
+				   size_t len)
+{
+	const struct kp_orc *site;
+	char at_site[72], at_end[72];
+
+	if (!f->orc)
+		return "vmlinux has no ORC tables (.orc_unwind_ip, .orc_unwind) to compare "
+		       "the frames of the displaced region with: callopt unknown, "
+		       "predicted refused";
+	site = &f->orc[off_of(f, a)];
+	for (int i = 0; i < n; i++) {
+		const struct kp_orc *e = &f->orc[off_of(f, ends[i])];
+
+		if (kp_orc_same(site, e))
+			continue;
+		if (!site->found || !e->found) {
+			snprintf(buf, len, "no ORC data at +0x%lx (unwind_orc_same_frame() "
+				 "fails)", off_of(f, site->found ? ends[i] : a));
+			return buf;
+		}
+		kp_orc_format(site, at_site, sizeof(at_site));
+		kp_orc_format(e, at_end, sizeof(at_end));
+		snprintf(buf, len, "the ORC frame changes in the displaced region (+0x%lx: "
+			 "%s; at the site: %s)", off_of(f, ends[i]), at_end, at_site);
+		return buf;
+	}
+	return NULL;
+}
+
+/*
  * callopt_prepare() for a region of several instructions: each must be
  * copyable, boostable, safe in the call buffer and no ENDBR after the first
- * byte; the function must pass can_optimize(); the region must not be
- * reserved. Sets *region to the region's length.
+ * byte; the function must pass can_optimize(); the ORC data must not
+ * change in the region; the region must not be reserved. Sets *region to
+ * the region's length.
  */
 static const char *why_not_callopt_multi(const struct kfunc *f, const struct kstate *ks,
 					 const struct site *s, int *region,
@@ -158,9 +197,9 @@ static const char *why_not_callopt_multi(const struct kfunc *f, const struct kst
 {
 	static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
 	size_t avail = f->size + KFUNC_SLACK;
-	unsigned long long end;
+	unsigned long long end, ends[KP_JMP32_SIZE];
 	const char *r;
-	int n = 0;
+	int n = 0, ninsns = 0;
 
 	while (n < KP_JMP32_SIZE) {
 		size_t off = off_of(f, s->addr) + n;
@@ -187,10 +226,14 @@ static const char *why_not_callopt_multi(const struct kfunc *f, const struct kst
 			return buf;
 		}
 		n += ki.len;
+		ends[ninsns++] = s->addr + n;
 	}
 	if (f->size - off_of(f, s->addr) < (unsigned long)n)
 		return "the region runs past the function's end";
 	r = why_not_jump_func(f, ks, s->addr, buf, len);
+	if (r)
+		return r;
+	r = why_orc_changes(f, s->addr, ends, ninsns, buf, len);
 	if (r)
 		return r;
 	end = s->addr + n - 1;
@@ -216,10 +259,12 @@ static const char *why_not_callopt(const struct kfunc *f, const struct kstate *k
 				   const struct site *s, int *region, char *buf, size_t len)
 {
 	const struct kp_insn *ki = &s->ki;
+	unsigned long long end = s->addr + ki->len;
 	const char *r;
 
 	if (ks->callopt < 0)
-		return "this kernel has no callopt (no " KPROBES_CALLOPT ")";
+		return "this kernel has no callopt (no " KPROBES_CALLOPT "; the callopt "
+		       "series builds it only with the ORC unwinder)";
 	if (!ks->callopt)
 		return "callopt is off (debug.kprobes-callopt=0)";
 	if (in_entry_text(f, s->addr))
@@ -227,8 +272,6 @@ static const char *why_not_callopt(const struct kfunc *f, const struct kstate *k
 	if (ki->len < KP_JMP32_SIZE)
 		return why_not_callopt_multi(f, ks, s, region, buf, len);
 	*region = ki->len;
-	if (f->size - off_of(f, s->addr) < (unsigned long)ki->len)
-		return "the instruction runs past the function's end";
 	if (addr_set_has(&f->extable, s->addr))
 		return "the instruction is in the exception table (can_boost)";
 	if (ki->boost_refusal) {
@@ -240,6 +283,11 @@ static const char *why_not_callopt(const struct kfunc *f, const struct kstate *k
 			 ki->callopt_refusal);
 		return buf;
 	}
+	if (f->size - off_of(f, s->addr) < (unsigned long)ki->len)
+		return "the instruction runs past the function's end";
+	r = why_orc_changes(f, s->addr, &end, 1, buf, len);
+	if (r)
+		return r;
 	r = reserved(f, s->addr, s->addr + ki->len - 1);
 	if (r) {
 		snprintf(buf, len, "the instruction %s", r);
@@ -420,15 +468,16 @@ static void decide_optimized(const struct kfunc *f, const struct kstate *ks, str
 	if (!no_call && region == s->ki.len) {
 		s->mech = "callopt";
 		snprintf(s->reason, sizeof(s->reason), "a single %d-byte %s: boostable, "
-			 "safe in the call buffer, not reserved", s->ki.len, s->ki.mnemonic);
+			 "safe in the call buffer, same ORC frame after it, not reserved",
+			 s->ki.len, s->ki.mnemonic);
 		return;
 	}
 	if (!no_call) {
 		s->mech = "callopt";
 		snprintf(s->reason, sizeof(s->reason), "region +0x%lx..+0x%lx of several "
 			 "instructions, all boostable and safe in the call buffer, no jump "
-			 "into it (installed after an RCU-tasks wait, int3 until then)",
-			 s->off, s->off + region - 1);
+			 "into it, the same ORC frame throughout (installed after an "
+			 "RCU-tasks wait, int3 until then)", s->off, s->off + region - 1);
 		return;
 	}
 	region = 0;
@@ -695,6 +744,13 @@ static void add_notes(struct report *r)
 	if (f->extable.n)
 		note(r, "%zu exception-table entr%s in %s", f->extable.n,
 		     f->extable.n == 1 ? "y" : "ies", f->name);
+	if (r->ks->callopt >= 0 && !r->vm->norc)
+		note(r, "%s has no ORC tables (.orc_unwind_ip, .orc_unwind): callopt needs "
+		     "the ORC unwinder and compares its frames; callopt predicted refused",
+		     r->vm->path);
+	else if (r->ks->callopt >= 0 && r->vm->orc_order)
+		note(r, "vmlinux's ORC table is not sorted by address (sorttable did not "
+		     "run on it): kpctl sorted it as sorttable does");
 	if (strchr(f->name, '.') && !f->ftrace.n)
 		note(r, "%s has no fentry site; the kernel then checks its parent function "
 		     "(not checked here)", f->name);
@@ -969,7 +1025,8 @@ int cmd_explain(int argc, char **argv)
 		return ret;
 	ret = EXIT_FAIL;
 	if (strchr(argv[optind], ':') || strchr(argv[optind], '+')) {
-		errx("explain takes a vmlinux function name (no MODULE: or +OFF)");
+		errx("explain takes a vmlinux function name (no MODULE: or +OFF: it reads "
+		     "the tables and ORC data of vmlinux only)");
 		return EXIT_USAGE;
 	}
 	if (require_kprobes())

@@ -3,8 +3,9 @@
  * Reads what 'explain' needs about one kernel function: its text from the
  * running kernel (and from vmlinux, to compare), the entries of the kernel's
  * tables that fall into it (exception table, BUG table, jump labels, static
- * calls, SMP lock prefixes, alternatives, ftrace sites), the kprobes
- * blacklist and the kprobes already registered there.
+ * calls, SMP lock prefixes, alternatives, ftrace sites), the ORC unwind
+ * data at each of its offsets, the kprobes blacklist and the kprobes
+ * already registered there.
  *
  * Table entries use the kernel's relative encoding: a 32-bit field holds
  * target - (address of the field).
@@ -144,6 +145,202 @@ static int check_build_id(const struct vmlinux *vm)
 	return klen == vlen && !memcmp(kid, vid, klen);
 }
 
+/* The section named @name, or NULL. */
+static const Elf64_Shdr *section_named(const struct vmlinux *vm, const char *name)
+{
+	for (int i = 1; i < nsections(vm); i++) {
+		const Elf64_Shdr *sh = shdr(vm, i);
+
+		if (sh->sh_type == SHT_PROGBITS && sh->sh_offset + sh->sh_size <= vm->len &&
+		    !strcmp(section_name(vm, sh), name))
+			return sh;
+	}
+	return NULL;
+}
+
+#define ORC_ENTRY_SIZE		6	/* sizeof(struct orc_entry), packed */
+#define ORC_TYPE_UNDEFINED	0
+
+/* Link address of ORC entry @i of the file (orc_ip(): relative to itself). */
+static unsigned long long orc_ip_raw(const struct vmlinux *vm, size_t i)
+{
+	int32_t v;
+
+	memcpy(&v, vm->orc_ip + i * 4, sizeof(v));
+	return vm->orc_ip_va + i * 4 + (long long)v;
+}
+
+static struct kp_orc orc_decode(const unsigned char *p)
+{
+	struct kp_orc o = { .found = true };
+	int16_t sp, bp;
+	uint16_t bits;
+
+	memcpy(&sp, p, 2);
+	memcpy(&bp, p + 2, 2);
+	memcpy(&bits, p + 4, 2);
+	o.sp_offset = sp;
+	o.bp_offset = bp;
+	/* Little-endian bitfields: sp_reg:4, bp_reg:4, type:3, signal:1 */
+	o.sp_reg = bits & 0xf;
+	o.bp_reg = (bits >> 4) & 0xf;
+	o.type = (bits >> 8) & 0x7;
+	o.signal = (bits >> 11) & 0x1;
+	return o;
+}
+
+static unsigned int orc_type_raw(const struct vmlinux *vm, size_t i)
+{
+	return orc_decode(vm->orc + i * ORC_ENTRY_SIZE).type;
+}
+
+static const struct vmlinux *orc_sort_vm;
+
+/*
+ * scripts/sorttable.c's orc_sort_cmp(): by address, and at one address the
+ * "weak" section terminators (type undefined) first, so that the lookup's
+ * rightmost match is a real entry. Ties beyond that keep the file's order.
+ */
+static int orc_sort_cmp(const void *pa, const void *pb)
+{
+	unsigned int a = *(const unsigned int *)pa, b = *(const unsigned int *)pb;
+	unsigned long long va = orc_ip_raw(orc_sort_vm, a), vb = orc_ip_raw(orc_sort_vm, b);
+	bool ua, ub;
+
+	if (va != vb)
+		return va < vb ? -1 : 1;
+	ua = orc_type_raw(orc_sort_vm, a) == ORC_TYPE_UNDEFINED;
+	ub = orc_type_raw(orc_sort_vm, b) == ORC_TYPE_UNDEFINED;
+	if (ua != ub)
+		return ua ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * The ORC tables: .orc_unwind_ip (s32, each relative to its own address)
+ * and .orc_unwind (struct orc_entry), as many of each. sorttable sorts them
+ * at build time (CONFIG_BUILDTIME_TABLE_SORT, which the ORC unwinder
+ * selects), and the kernel's lookup relies on it; when they are not sorted
+ * kpctl sorts an index of them the way sorttable does.
+ */
+static void load_orc(struct vmlinux *vm)
+{
+	const Elf64_Shdr *ip = section_named(vm, ".orc_unwind_ip");
+	const Elf64_Shdr *u = section_named(vm, ".orc_unwind");
+	size_t n;
+
+	if (!ip || !u || ip->sh_size % 4 || u->sh_size % ORC_ENTRY_SIZE ||
+	    ip->sh_size / 4 != u->sh_size / ORC_ENTRY_SIZE || !ip->sh_size)
+		return;
+	n = ip->sh_size / 4;
+	vm->orc_ip = vm->map + ip->sh_offset;
+	vm->orc = vm->map + u->sh_offset;
+	vm->orc_ip_va = ip->sh_addr;
+	vm->norc = n;
+	vm->stext = elf_sym(vm, "_stext");
+	vm->etext = elf_sym(vm, "_etext");
+	for (size_t i = 1; i < n; i++) {
+		unsigned long long prev = orc_ip_raw(vm, i - 1), cur = orc_ip_raw(vm, i);
+
+		if (cur > prev || (cur == prev &&
+		    (orc_type_raw(vm, i - 1) == ORC_TYPE_UNDEFINED ||
+		     orc_type_raw(vm, i) != ORC_TYPE_UNDEFINED)))
+			continue;
+		vm->orc_order = malloc(n * sizeof(*vm->orc_order));
+		if (!vm->orc_order) {
+			vm->norc = 0;
+			return;
+		}
+		for (size_t k = 0; k < n; k++)
+			vm->orc_order[k] = k;
+		orc_sort_vm = vm;
+		qsort(vm->orc_order, n, sizeof(*vm->orc_order), orc_sort_cmp);
+		orc_sort_vm = NULL;
+		return;
+	}
+}
+
+static size_t orc_index(const struct vmlinux *vm, size_t k)
+{
+	return vm->orc_order ? vm->orc_order[k] : k;
+}
+
+struct kp_orc vmlinux_orc_find(const struct vmlinux *vm, unsigned long long a)
+{
+	struct kp_orc none = { .found = false };
+	unsigned long long ip = a - vm->delta;
+	size_t first = 0, last, found = 0;
+
+	/*
+	 * The fast lookup of orc_find() covers [_stext, _etext); init text,
+	 * modules and ftrace trampolines are looked up elsewhere, and explain
+	 * does not predict for those.
+	 */
+	if (!vm->norc || !vm->stext || ip < vm->stext || ip >= vm->etext)
+		return none;
+	/* __orc_find(): the rightmost entry whose address is <= ip */
+	last = vm->norc;
+	while (first < last) {
+		size_t mid = first + (last - first) / 2;
+
+		if (orc_ip_raw(vm, orc_index(vm, mid)) <= ip) {
+			found = mid;
+			first = mid + 1;
+		} else {
+			last = mid;
+		}
+	}
+	return orc_decode(vm->orc + orc_index(vm, found) * ORC_ENTRY_SIZE);
+}
+
+bool kp_orc_same(const struct kp_orc *a, const struct kp_orc *b)
+{
+	return a->found && b->found &&
+	       a->sp_offset == b->sp_offset && a->bp_offset == b->bp_offset &&
+	       a->sp_reg == b->sp_reg && a->bp_reg == b->bp_reg &&
+	       a->type == b->type && a->signal == b->signal;
+}
+
+static const char *orc_reg_name(unsigned int reg)
+{
+	static const char *const names[] = {
+		[1] = "prevsp", [2] = "dx", [3] = "di", [4] = "bp", [5] = "sp",
+		[6] = "r10", [7] = "r13", [8] = "bp(ind)", [9] = "sp(ind)",
+	};
+
+	return reg < sizeof(names) / sizeof(names[0]) && names[reg] ? names[reg] : "?";
+}
+
+static void orc_format_reg(char *buf, size_t len, unsigned int reg, int off)
+{
+	if (reg == 8)			/* ORC_REG_BP_INDIRECT */
+		snprintf(buf, len, "(bp%+d)", off);
+	else if (reg == 9)		/* ORC_REG_SP_INDIRECT */
+		snprintf(buf, len, "(sp)%+d", off);
+	else if (reg == 0)		/* ORC_REG_UNDEFINED */
+		snprintf(buf, len, "(und)");
+	else
+		snprintf(buf, len, "%s%+d", orc_reg_name(reg), off);
+}
+
+void kp_orc_format(const struct kp_orc *o, char *buf, size_t len)
+{
+	static const char *const types[] = {
+		"(und)", "end", "call", "regs", "regs (partial)",
+	};
+	char sp[32], bp[32];
+
+	if (!o->found) {
+		snprintf(buf, len, "no ORC data");
+		return;
+	}
+	orc_format_reg(sp, sizeof(sp), o->sp_reg, o->sp_offset);
+	orc_format_reg(bp, sizeof(bp), o->bp_reg, o->bp_offset);
+	snprintf(buf, len, "type:%s sp:%s bp:%s signal:%d",
+		 o->type < sizeof(types) / sizeof(types[0]) ? types[o->type] : "?", sp, bp,
+		 o->signal);
+}
+
 int vmlinux_open(struct vmlinux *vm, const char *path)
 {
 	const Elf64_Ehdr *eh;
@@ -177,6 +374,7 @@ int vmlinux_open(struct vmlinux *vm, const char *path)
 	text = elf_sym(vm, "_text");
 	vm->delta = text ? (long long)(ksym_addr("_text") - text) : 0;
 	vm->build_id_match = check_build_id(vm);
+	load_orc(vm);
 	return 0;
 }
 
@@ -185,6 +383,9 @@ void vmlinux_close(struct vmlinux *vm)
 	if (vm->map)
 		munmap((void *)vm->map, vm->len);
 	vm->map = NULL;
+	free(vm->orc_order);
+	vm->orc_order = NULL;
+	vm->norc = 0;
 }
 
 static void addr_add(struct addr_set *s, unsigned long long a)
@@ -493,6 +694,11 @@ int kfunc_load(struct kfunc *f, struct vmlinux *vm, const char *name,
 	load_static_calls(f, vm);
 	load_alternatives(f, vm);
 	load_blacklist(f);
+	if (vm->norc) {
+		f->orc = calloc(f->size + 1, sizeof(*f->orc));
+		for (unsigned long long off = 0; f->orc && off <= f->size; off++)
+			f->orc[off] = vmlinux_orc_find(vm, f->addr + off);
+	}
 	f->entry_text_start = ksym_addr("__entry_text_start");
 	f->entry_text_end = ksym_addr("__entry_text_end");
 	/* alternative_instructions(): patched to UP when only one CPU was present. */
@@ -515,5 +721,6 @@ void kfunc_free(struct kfunc *f)
 	free(f->ftrace.s);
 	free(f->blacklist.s);
 	free(f->kprobes.a);
+	free(f->orc);
 	memset(f, 0, sizeof(*f));
 }

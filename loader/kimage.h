@@ -25,12 +25,31 @@ struct span_set {
 	size_t n;
 };
 
+/*
+ * One ORC entry (arch/x86/include/asm/orc_types.h, struct orc_entry: s16
+ * sp_offset, s16 bp_offset, then sp_reg:4, bp_reg:4, type:3, signal:1 in
+ * 16 bits), decoded.
+ */
+struct kp_orc {
+	bool found;		/* orc_find() has an entry for the address */
+	short sp_offset, bp_offset;
+	unsigned char sp_reg, bp_reg, type, signal;
+};
+
 struct vmlinux {
 	char path[4096];
 	const unsigned char *map;
 	size_t len;
 	long long delta;	/* running address - link address (KASLR) */
 	int build_id_match;	/* 1 match, 0 differ, -1 unknown */
+	/* The ORC tables (.orc_unwind_ip, .orc_unwind); norc 0: none */
+	const unsigned char *orc_ip, *orc;
+	unsigned long long orc_ip_va;	/* link address of .orc_unwind_ip */
+	size_t norc;
+	unsigned int *orc_order;	/* NULL: sorted as in the file; else
+					 * the entries in sorttable's order
+					 */
+	unsigned long long stext, etext;	/* the lookup range of orc_find() */
 };
 
 struct kfunc {
@@ -54,6 +73,11 @@ struct kfunc {
 	struct addr_set kprobes;	/* kprobes already registered in FUNC */
 	unsigned long long entry_text_start, entry_text_end;
 	bool smp_alt_reserved;		/* the kernel runs UP-patched SMP alternatives */
+	/*
+	 * orc[off]: the ORC entry in effect at addr + off, for off in
+	 * 0 .. size (NULL when vmlinux has no ORC tables).
+	 */
+	struct kp_orc *orc;
 };
 
 #define KFUNC_SLACK 32
@@ -63,6 +87,16 @@ void vmlinux_close(struct vmlinux *vm);
 int kfunc_load(struct kfunc *f, struct vmlinux *vm, const char *name,
 	       int (*read_live)(unsigned long long addr, void *buf, size_t len));
 void kfunc_free(struct kfunc *f);
+/*
+ * orc_find() of arch/x86/kernel/unwind_orc.c for the running address @a in
+ * vmlinux: the last entry (by address) whose address is <= @a; ->found is
+ * false when vmlinux has no ORC tables or @a is outside [_stext, _etext).
+ */
+struct kp_orc vmlinux_orc_find(const struct vmlinux *vm, unsigned long long a);
+/* unwind_orc_same_frame(): both found, and every field equal. */
+bool kp_orc_same(const struct kp_orc *a, const struct kp_orc *b);
+/* The entry as objtool --dump=orc shows it ("type:call sp:sp+8 bp:(und) signal:0"). */
+void kp_orc_format(const struct kp_orc *o, char *buf, size_t len);
 bool addr_set_has(const struct addr_set *s, unsigned long long a);
 /* A span that overlaps [start, end] (end inclusive, as the kernel's checks). */
 const struct span *span_set_overlap(const struct span_set *s, unsigned long long start,
