@@ -412,7 +412,12 @@ static bool address_refused(const struct kfunc *f, struct site *s)
 			 "of %s", bl->name);
 		return refuse(s, buf);
 	}
-	if (!f->ftrace.n && !strchr(f->name, '.'))
+	/*
+	 * __within_notrace_func(): no ftrace site in [FUNC, FUNC+size-1]
+	 * (f->ftrace also holds the sites in the decoding slack past the end).
+	 */
+	if (!span_set_overlap(&f->ftrace, f->addr, f->addr + f->size - 1) &&
+	    !strchr(f->name, '.'))
 		return refuse(s, "notrace function (no fentry site): BPF and perf kprobes "
 			      "refuse those (CONFIG_KPROBE_EVENTS_ON_NOTRACE=n)");
 	if (f->init_text)
@@ -751,7 +756,7 @@ static void add_notes(struct report *r)
 	else if (r->ks->callopt >= 0 && r->vm->orc_order)
 		note(r, "vmlinux's ORC table is not sorted by address (sorttable did not "
 		     "run on it): kpctl sorted it as sorttable does");
-	if (strchr(f->name, '.') && !f->ftrace.n)
+	if (strchr(f->name, '.') && !span_set_overlap(&f->ftrace, f->addr, f->addr + f->size - 1))
 		note(r, "%s has no fentry site; the kernel then checks its parent function "
 		     "(not checked here)", f->name);
 }
