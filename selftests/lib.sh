@@ -13,7 +13,8 @@ case "$(uname -r)" in
 esac
 KOBJ=$BUILD/kobj$SFX
 SITES=$BUILD/sites$SFX.env
-MODDIR=$BUILD/modules$SFX
+# KPX_MODDIR: test modules built for another kernel (a before/after run).
+MODDIR=${KPX_MODDIR:-$BUILD/modules$SFX}
 KPCTL=$BUILD/kpctl
 BPFTOOL=$BUILD/bpftool
 KPROBES_LIST=/sys/kernel/debug/kprobes/list
