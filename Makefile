@@ -28,7 +28,7 @@ SELFTEST_BPF := $(BUILD)/selftests-bpf/bpftool_kprobe.bpf.o
 .PHONY: all deps kernel kernel-src kernel-debug kernel-export kernel-config \
 	tools libbpf bpftool loader stress modules modules-debug run check check-stock check-debug soak clean distclean
 
-all: kernel tools loader stress modules $(BUILD)/sites.env $(SELFTEST_BPF)
+all: kernel tools loader stress modules $(BUILD)/sites.env $(BUILD)/callopt-sites.env $(SELFTEST_BPF)
 
 # --- dependencies -----------------------------------------------------------
 deps:
@@ -93,6 +93,15 @@ $(BUILD)/sites.env: $(BUILD)/vmlinux scripts/gen-sites scripts/mid-offset script
 	@scripts/gen-sites $< > $@.tmp
 	@scripts/update-file $@.tmp $@ && rm -f $@.tmp
 
+# Sites of the classes callopt must refuse (selftests/vm/test_callopt_refused).
+$(BUILD)/callopt-sites.env: $(BUILD)/vmlinux scripts/callopt-sites scripts/x86sites.py
+	@scripts/callopt-sites $< > $@.tmp
+	@scripts/update-file $@.tmp $@ && rm -f $@.tmp
+
+$(BUILD)/callopt-sites-debug.env: $(BUILD)/vmlinux-debug scripts/callopt-sites scripts/x86sites.py
+	@scripts/callopt-sites $< > $@.tmp
+	@scripts/update-file $@.tmp $@ && rm -f $@.tmp
+
 $(BUILD)/vmlinux-debug: kernel-debug
 
 $(BUILD)/sites-debug.env: $(BUILD)/vmlinux-debug scripts/gen-sites scripts/mid-offset scripts/insn-offsets
@@ -146,7 +155,7 @@ check: all bench-tool
 check-stock: all kernel-stock bench-tool
 	@selftests/run -k test_stock_
 
-check-debug: all kernel-debug modules-debug $(BUILD)/sites-debug.env
+check-debug: all kernel-debug modules-debug $(BUILD)/sites-debug.env $(BUILD)/callopt-sites-debug.env
 	@KPX_FLAVOUR=debug selftests/run -x test_stock_
 
 # The stress test alone, longer (SOAK_MINUTES, default 30), with a summary.
