@@ -179,3 +179,39 @@ clean:
 		$(BUILD)/libbpf $(BUILD)/bpftool-obj $(BUILD)/vm $(BUILD)/selftests-bpf
 distclean:
 	rm -rf $(BUILD)
+
+# --- every-site sweep (selftests/sweep, scripts/sweep, docs/stress.md) -------
+# None of these builds a kernel: they use the images and vmlinux files that
+# are there (build/bzImage and build/vmlinux, -debug, -stock) and the libbpf,
+# bpftool and vmlinux.h of make tools. SWEEP_ARGS go to scripts/sweep.
+.PHONY: sweep-tool sweep-sample sweep-sample-debug sweep sweep-debug sweep-stock
+SWEEP_SAMPLE := $(BUILD)/sweep-sample.tsv
+SWEEP_SAMPLE_DEBUG := $(BUILD)/sweep-sample-debug.tsv
+
+# build/kpx-sweep (the in-VM controller and workload).
+sweep-tool:
+	@$(MAKE) -s -C selftests/sweep BUILD=$(BUILD) CLANG=$(CLANG) LLVM_STRIP=$(LLVM_STRIP)
+
+# What vm/test_sweep_sample consumes: the tool and the sample site list of
+# the built kernel (made again only when vmlinux's build ID changed).
+sweep-sample: sweep-tool
+	@scripts/sweep-sites --mode sample --if-newer --vmlinux $(BUILD)/vmlinux --out $(SWEEP_SAMPLE)
+
+sweep-sample-debug: sweep-tool
+	@scripts/sweep-sites --mode sample --if-newer --vmlinux $(BUILD)/vmlinux-debug \
+		--out $(SWEEP_SAMPLE_DEBUG)
+
+check: sweep-sample
+check-debug: sweep-sample-debug
+
+# The whole set (over 20,000 sites) on our kernel, the debug flavour and the
+# stock kernel; results and tables in build/sweep/FLAVOUR/ (summary.md,
+# coverage.md). sweep-debug and sweep-stock compare with make sweep's run.
+sweep: sweep-tool
+	@scripts/sweep --flavour normal $(SWEEP_ARGS)
+
+sweep-debug: sweep-tool
+	@scripts/sweep --flavour debug --compare $(BUILD)/sweep/normal $(SWEEP_ARGS)
+
+sweep-stock: sweep-tool
+	@scripts/sweep --flavour stock --compare $(BUILD)/sweep/normal $(SWEEP_ARGS)

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The sweep's sample (docs/stress.md): a BPF kprobe link at each of about
+# 2100 sites (every instruction class vmlinux has, every boundary of
+# handle_softirqs and of the getpgid system call, controls whose outcome is
+# known, and an even spread of make sweep's set), 200 at a time, while the
+# sweep's workload runs on all vCPUs and checks its own results.
+#
+# Passes when every site of the list has a complete result (attached or
+# refused, nothing failed: the probe landed at the site, every run saw
+# pt_regs ip == site + 1, none ran after detach + grace period, the
+# mechanism is known), the controls and reference sites got their known
+# outcomes, the workload's results held, and the kernel log since this test
+# started has no splat, preempt-count or "huh" message.
+. "$(dirname "$0")/../lib.sh"
+LIST=${KPX_SWEEP_SAMPLE:-$BUILD/sweep-sample$SFX.tsv}
+TOOL=$BUILD/kpx-sweep
+[ -x "$TOOL" ] || fail "no $TOOL (make sweep-tool)"
+[ -r "$LIST" ] || fail "no $LIST (make sweep-sample${SFX})"
+# The reference sites: getpgid()'s fentry site and its first single-instruction
+# site (the list's header names them, as scripts/gen-sites picks them).
+hdr() { sed -n "s/^# $1 //p" "$LIST" | head -1; }
+GETPGID_FUNC=$(hdr ref-func)
+GETPGID_FENTRY=$(hdr ref-fentry)
+GETPGID_SINGLE=$(hdr ref-single)
+[ -n "$GETPGID_FUNC" ] && [ -n "$GETPGID_FENTRY" ] && [ -n "$GETPGID_SINGLE" ] ||
+	fail "$LIST names no reference sites (ref-func, ref-fentry, ref-single)"
+out=${KPX_OUT:-/tmp}/sweep-sample
+mkdir -p "$out" || fail "cannot create $out"
+marker="kpx-sweep-sample-$$-$(date +%s%N)"
+echo "<6>$marker: start" > /dev/kmsg
+
+"$TOOL" --sites "$LIST" --batch 200 --out "$out/sites.jsonl" --summary "$out/summary.json" \
+	--progress "$out/progress" > "$out/stdout" 2>&1
+rc=$?
+cat "$out/stdout"
+sum=$out/summary.json
+[ -s "$sum" ] || fail "no summary (kpx-sweep exited $rc)"
+
+# A field of the summary that must be a number (a missing field is null,
+# and null compares as less than any number in jq).
+num() { # JQ-PATH
+	local v
+	v=$(jq -e "$1 | if type == \"number\" then . else error(\"not a number\") end" "$sum" 2>/dev/null) ||
+		fail "summary field $1 is missing or not a number"
+	echo "$v"
+}
+listed=$(grep -vc '^#' "$LIST")
+assert_eq "$(num .sites)" "$listed" "sites in the summary"
+assert_eq "$(num .failed)" 0 "failed sites"
+assert_eq "$(num .late)" 0 "sites whose program ran after detach + grace period"
+assert_eq "$(num .bad_cookie)" 0 "runs with a cookie out of range"
+assert_eq "$(num .workload_failed)" 0 "workload workers that failed"
+assert_eq "$(num .live_read_errors)" 0 "sites whose live text could not be read"
+assert_eq "$(( $(num .attached) + $(num .refused) ))" "$listed" "attached + refused"
+assert_eq "$(jq -r '.ok' "$sum")" true "summary ok"
+assert_eq "$rc" 0 "kpx-sweep exit status"
+
+# Every worker ran, checked and found nothing wrong.
+bad=$(jq -r '.workload[] | select((.ok != true) or (.errors != 0) or ((.iters | type) != "number")
+	or (.iters < 1) or (.checks < 1)) | "\(.name): \(.errors) errors, exit \(.exit): \(.first_error)"' "$sum")
+[ -z "$bad" ] || fail "workload: $bad"
+assert_eq "$(jq '.workload | length' "$sum")" 11 "workload workers"
+
+# One complete object per listed site, nothing else.
+j=$out/sites.jsonl
+assert_eq "$(wc -l < "$j")" "$listed" "site objects"
+assert_eq "$(jq -r '.addr' "$j" | sort | uniq | wc -l)" "$listed" "distinct sites"
+diff <(grep -v '^#' "$LIST" | cut -f1 | sed 's/^/0x/' | sort) <(jq -r '.addr' "$j" | sort) > /dev/null ||
+	fail "the sites in the results are not the listed ones"
+incomplete=$(jq -c 'select(
+	(.addr | type) != "string" or (.site | type) != "string" or (.class | type) != "string" or
+	(.group | type) != "string" or (.bytes | type) != "string" or (.live | type) != "string" or
+	(.live_same | type) != "boolean" or (.batch | type) != "number" or
+	(.result | type) != "string" or (.errno | type) != "number" or (.mechanism | type) != "string" or
+	(.mech_source | type) != "string" or (.hits | type) != "number" or (.missed | type) != "number" or
+	(.link_addr | type) != "string" or (.attach_ms | type) != "number" or
+	(.result | IN("attached", "refused") | not) or
+	(.result == "attached" and (.mechanism | IN("callopt", "jmpopt", "int3", "ftrace", "pending") | not)) or
+	(.result == "refused" and (.mechanism != "refused" or .errno == 0)) or
+	(.batch < 0)) | .site' "$j" | head -5)
+[ -z "$incomplete" ] || fail "incomplete or unexpected site results: $incomplete"
+
+# Where the mechanism came from: the link info on our kernels, debugfs on stock.
+if [ "$SFX" = -stock ]; then want_src=debugfs; else want_src=link_info; fi
+other=$(jq -r "select(.result == \"attached\" and .mech_source != \"$want_src\") | .site" "$j" | head -3)
+[ -z "$other" ] || fail "mechanism not from $want_src: $other"
+
+count() { jq -s "[.[] | select($1)] | length" "$j"; }
+for m in callopt int3 ftrace; do
+	n=$(count ".mechanism == \"$m\"")
+	[ "$n" -gt 0 ] || fail "no site got $m"
+	note "$m: $n sites"
+done
+note "jmpopt: $(count '.mechanism == "jmpopt"'), pending: $(count '.mechanism == "pending"'), refused: $(count '.result == "refused"'), hit: $(count '.hits > 0')"
+# Every instruction class of the list was tried: attached or refused.
+classes=$(grep -v '^#' "$LIST" | awk -F'\t' '$5 !~ /^ctl-/ { print $6 }' | sort -u | wc -l)
+tried=$(jq -r 'select(.group | startswith("ctl-") | not) | .class' "$j" | sort -u | wc -l)
+assert_eq "$tried" "$classes" "instruction classes tried"
+
+# Controls: what the kernel must do there.
+site() { # GROUP FIELD
+	jq -r "select(.group == \"$1\") | $2" "$j" | head -1
+}
+for g in ctl-notrace ctl-blacklist ctl-noinstr; do
+	assert_eq "$(site $g .result)/$(site $g .error)" refused/EINVAL "$g ($(site $g .site))"
+done
+assert_eq "$(site ctl-midinsn .result)/$(site ctl-midinsn .error)" refused/EILSEQ \
+	"inside an instruction ($(site ctl-midinsn .site))"
+func_addr=$(jq -r "select(.site == \"$GETPGID_FUNC+0x0\") | .addr" "$j")
+[ -n "$func_addr" ] || fail "no result for $GETPGID_FUNC+0x0"
+fentry=$(printf '0x%x' $(( func_addr + GETPGID_FENTRY )))
+if [ "$SFX" = -stock ]; then
+	assert_eq "$(site ctl-fentry-inner .result)/$(site ctl-fentry-inner .error)" refused/EILSEQ \
+		"inside the fentry call on stock"
+else
+	assert_eq "$(site ctl-fentry-inner .result)/$(site ctl-fentry-inner .mechanism)" attached/ftrace \
+		"inside the fentry call ($(site ctl-fentry-inner .site))"
+	assert_eq "$(site ctl-fentry-inner .link_addr)" "$fentry" "inside the fentry call: moved to it"
+fi
+if [ "$GETPGID_FENTRY" = 0x4 ]; then
+	assert_eq "$(site ctl-endbr .result)/$(site ctl-endbr .mechanism)" attached/ftrace "+0 of an ENDBR function"
+	assert_eq "$(site ctl-endbr .link_addr)" "$fentry" "+0 of an ENDBR function: moved to +4"
+fi
+
+# Reference sites that the workload's getpgid loop passes on every call.
+ref() { # OFFSET FIELD
+	jq -r "select(.site == \"$GETPGID_FUNC+$(printf '0x%x' $(( $1 )))\") | $2" "$j" | head -1
+}
+assert_eq "$(ref "$GETPGID_FENTRY" .mechanism)" ftrace "$GETPGID_FUNC+$GETPGID_FENTRY"
+[ "$(ref "$GETPGID_FENTRY" .hits)" -gt 0 ] || fail "$GETPGID_FUNC+$GETPGID_FENTRY never hit"
+if [ "$SFX" = -stock ]; then want=jmpopt; else want=callopt; fi
+assert_eq "$(ref "$GETPGID_SINGLE" .mechanism)" $want "$GETPGID_FUNC+$GETPGID_SINGLE"
+[ "$(ref "$GETPGID_SINGLE" .hits)" -gt 0 ] || fail "$GETPGID_FUNC+$GETPGID_SINGLE never hit"
+# handle_softirqs: every boundary was tried and the softirq ran through probes.
+hs=$(count '.func == "handle_softirqs"')
+[ "$hs" -gt 50 ] || fail "only $hs handle_softirqs sites"
+[ "$(count '.func == "handle_softirqs" and .hits > 0')" -gt 0 ] || fail "no handle_softirqs site hit"
+
+# The kernel log since the start of this test.
+log=$(dmesg | sed -n "/$marker: start/,\$p")
+[ -n "$log" ] || fail "the start marker is not in the kernel log"
+bad=$(grep -E 'huh, entered softirq|preempt[_ ]count|scheduling while atomic|BUG:|WARNING:|Oops|invalid opcode|general protection|detected stall|soft lockup|Call Trace' <<< "$log" | grep -v "$marker" | head -5)
+[ -z "$bad" ] || fail "kernel log: $bad"
+note "$(jq -r '"\(.sites) sites in \(.seconds) s: \(.attached) attached, \(.refused) refused"' "$sum")"
+assert_no_kprobes
