@@ -76,6 +76,7 @@ struct site {
 	char cls[48];
 	int len;
 	char bytes[48];
+	char notes[16];		/* "alt": in an alternative; "-" */
 	/* results */
 	char live[2 * SWEEP_TEXT_MAX + 1];
 	bool in_blacklist;
@@ -171,9 +172,11 @@ static int read_sites(const char *path)
 		s = &sites[nsites];
 		memset(s, 0, sizeof(*s));
 		line[strcspn(line, "\n")] = '\0';
-		n = sscanf(line, "%llx\t%127[^\t]\t%li\t%7[^\t]\t%23[^\t]\t%47[^\t]\t%d\t%47s",
-			   &s->addr, s->func, &s->off, how, s->group, s->cls, &s->len, s->bytes);
-		if (n != 8) {
+		strcpy(s->notes, "-");
+		n = sscanf(line, "%llx\t%127[^\t]\t%li\t%7[^\t]\t%23[^\t]\t%47[^\t]\t%d\t%47s\t%15s",
+			   &s->addr, s->func, &s->off, how, s->group, s->cls, &s->len, s->bytes,
+			   s->notes);
+		if (n != 8 && n != 9) {
 			fprintf(stderr, "kpx-sweep: %s:%d: bad line\n", path, lineno);
 			return -1;
 		}
@@ -504,13 +507,13 @@ static void json_site(FILE *f, const struct site *s, int i)
 {
 	fprintf(f, "{\"idx\":%d,\"addr\":\"0x%llx\",\"site\":\"%s+0x%lx\",\"func\":\"%s\","
 		"\"off\":%lu,\"how\":\"%s\",\"group\":\"%s\",\"class\":\"%s\",\"len\":%d,"
-		"\"bytes\":\"%s\",\"live\":\"%s\",\"live_same\":%s,\"blacklisted\":%s,"
+		"\"bytes\":\"%s\",\"notes\":\"%s\",\"live\":\"%s\",\"live_same\":%s,\"blacklisted\":%s,"
 		"\"batch\":%d,\"result\":\"%s\",\"errno\":%d,\"error\":\"%s\",\"why\":\"%s\","
 		"\"link_addr\":\"0x%llx\",\"mechanism\":\"%s\",\"mech_settle\":\"%s\","
 		"\"mech_source\":\"%s\",\"debugfs\":\"%s\",\"hits\":%llu,\"missed\":%llu,"
 		"\"attach_ms\":%.3f}\n",
 		i, s->addr, s->func, s->off, s->func, s->off, s->by_addr ? "addr" : "sym",
-		s->group, s->cls, s->len, s->bytes, s->live,
+		s->group, s->cls, s->len, s->bytes, s->notes, s->live,
 		!strncmp(s->live, s->bytes, 2 * s->len) ? "true" : "false",
 		s->in_blacklist ? "true" : "false", s->batch, result_names[s->result], s->err,
 		s->err ? strerrorname_np(s->err) ?: "?" : "", s->why, s->link_addr,
@@ -541,9 +544,17 @@ static int run_batch(const struct opts *o, int b, int nb, struct totals *t, FILE
 	wl_quiet(wl, 1);
 	t0 = now_ms();
 	for (int k = 0; k < n; k++) {
-		sites[idx[k]].batch = b;
-		attach_site(&sites[idx[k]], idx[k]);
-		attached += sites[idx[k]].result == R_ATTACHED;
+		struct site *s = &sites[idx[k]];
+
+		s->batch = b;
+		attach_site(s, idx[k]);
+		attached += s->result == R_ATTACHED;
+		if (n <= 8) {		/* bisection: in case the VM dies */
+			const char *m = s->result == R_ATTACHED ? link_info(s) : "refused";
+
+			mark("site 0x%llx %s+0x%lx %s %s", s->addr, s->func, s->off,
+			     m ?: "unspec", s->bytes);
+		}
 	}
 	t1 = now_ms();
 	t->attach_ms += t1 - t0;

@@ -176,7 +176,7 @@ static void w_getpgid(struct wl_worker *w)
 
 	setpgid(0, 0);
 	me = getpid();
-	while (!S->stop) {
+	do {
 		for (int i = 0; i < 500; i++) {
 			long g = syscall(SYS_getpgid, 0);
 
@@ -190,12 +190,12 @@ static void w_getpgid(struct wl_worker *w)
 		}
 		w->iters++;
 		pace();
-	}
+	} while (!S->stop);
 }
 
 static void w_forkexec(struct wl_worker *w)
 {
-	for (long k = 0; !S->stop; k++) {
+	for (long k = 0; !k || !S->stop; k++) {
 		int code = (int)(k % 251), st;
 		char arg[16];
 		pid_t p;
@@ -274,7 +274,7 @@ static void w_fileio(struct wl_worker *w)
 	snprintf(path, sizeof(path), "%s/link", dir);
 	if (symlink("a/b/c/d", path))
 		wl_err(w, "symlink: %s", strerror(errno));
-	for (long k = 0; !S->stop; k++) {
+	for (long k = 0; !k || !S->stop; k++) {
 		struct io_slot *s = &slot[k % IO_SLOTS];
 		uint64_t off, sum = FNV0;
 		struct stat st;
@@ -434,7 +434,7 @@ static void w_hostio(struct wl_worker *w)
 	} else {
 		wl_err(w, "open %s: %s", O->self_exe, strerror(errno));
 	}
-	while (!S->stop) {
+	do {
 		if (host.used) {
 			if (verify_file(path, &host, buf, sizeof(buf), why, sizeof(why)))
 				wl_err(w, "%s", why);
@@ -452,7 +452,7 @@ static void w_hostio(struct wl_worker *w)
 		}
 		w->iters++;
 		pace();
-	}
+	} while (!S->stop);
 	if (host.used)
 		unlink(path);
 }
@@ -478,7 +478,7 @@ static void w_timers(struct wl_worker *w)
 	}
 	sigaction(SIGALRM, &sa, NULL);
 	setitimer(ITIMER_REAL, &itv, NULL);
-	while (!S->stop) {
+	for (long k = 0; !k || !S->stop; k++) {
 		struct timespec req = { 0, 300000 }, abs;
 		struct pollfd pfd = { .fd = -1 };
 		struct timeval tv = { 0, 500 };
@@ -584,7 +584,7 @@ static void ping_pong(struct wl_worker *w, int to, int from, int dgram, pid_t ch
 	static unsigned char buf[65536];
 	int st;
 
-	for (uint64_t k = 0; !S->stop; k++) {
+	for (uint64_t k = 0; !k || !S->stop; k++) {
 		uint64_t v[2] = { k, k % 32 == 31 ? BIG : 0 }, sum = FNV0, seed = mix(k);
 
 		if (write_all(to, v, sizeof(v))) {
@@ -673,7 +673,7 @@ static void w_mem(struct wl_worker *w)
 {
 	const size_t len = 4 << 20, pg = 4096;
 
-	for (uint64_t k = 0; !S->stop; k++) {
+	for (uint64_t k = 0; !k || !S->stop; k++) {
 		unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
 					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		int st;
@@ -757,7 +757,7 @@ static void w_append(struct wl_worker *w)
 	for (int i = 0; i < APPENDERS; i++) {
 		kids[i] = fork();
 		if (!kids[i]) {
-			for (uint32_t s = 0; !S->stop; s++) {
+			for (uint32_t s = 0; !s || !S->stop; s++) {
 				if (s >= APPEND_MAX) {
 					usleep(10000);
 					continue;
@@ -779,10 +779,10 @@ static void w_append(struct wl_worker *w)
 			_exit(0);
 		}
 	}
-	while (!S->stop) {
+	do {
 		usleep(100000);
 		w->iters++;
-	}
+	} while (!S->stop);
 	for (int i = 0; i < APPENDERS; i++) {
 		if (waitpid(kids[i], &st, 0) != kids[i] || !WIFEXITED(st) || WEXITSTATUS(st))
 			wl_err(w, "appender %d ended with status 0x%x", i, st);
@@ -839,7 +839,7 @@ static void w_futex(struct wl_worker *w)
 			futex(&f[0], FUTEX_WAKE, 1);
 		}
 	}
-	while (!S->stop) {
+	while (!rounds || !S->stop) {
 		uint32_t v = __atomic_load_n(&f[0], __ATOMIC_ACQUIRE);
 
 		if (v & 1) {
