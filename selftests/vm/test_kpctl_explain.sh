@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # kpctl explain: the mechanism it predicts for every offset of the getpgid
-# function is the one the kernel gives a probe attached there, with callopt
-# on and off; bad input is refused cleanly.
+# function, and of pid_vnr() (or wherever gen-sites found the
+# multi-instruction callopt site), is the one the kernel gives a probe
+# attached there, with callopt on and off; callopt's refusals of a %gs
+# operand and of a region whose ORC frame changes are predicted with their
+# reasons; bad input is refused cleanly.
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
+M=${GETPGID_MULTI_FUNC:-$F}
 CALLOPT=/proc/sys/debug/kprobes-callopt
 restore() { [ -e $CALLOPT ] && echo 1 > $CALLOPT; }
 trap restore EXIT
@@ -13,44 +17,83 @@ json=$("$KPCTL" -j explain "$F") || fail "explain: $json"
 jq -e . <<< "$json" > /dev/null || fail "explain output is not JSON"
 field() { jq -r "$1" <<< "$json"; }
 note "$("$KPCTL" explain "$F")"
+mjson=$json
+if [ "$M" != "$F" ]; then
+	mjson=$("$KPCTL" -j explain "$M") || fail "explain $M: $mjson"
+	note "$("$KPCTL" explain "$M")"
+fi
 size=$(field .size)
 sym=$(awk -v f="$F" '$3 == f { print $1; exit }' /proc/kallsyms)
 assert_eq "$(field .addr)" "0x$sym" "function address (kallsyms)"
 assert_eq "$(field .text)" live "text read from the running kernel"
 assert_eq "$(field .vmlinux.build_id)" match "vmlinux build id"
 assert_eq "$(field .kernel.callopt)" 1 "callopt knob"
+[[ $(field '.notes | join("\n")') != *ORC* ]] || fail "a note about the ORC tables: $(field .notes)"
 # The sites the other tests rely on are predicted as they observe them.
-pred() { jq -r --argjson o "$1" '.sites[] | select(.offset == $o) | .mechanism' <<< "$json"; }
+# site_field JSON OFF FIELD: FIELD of the site at OFF (empty if not listed)
+site_field() { jq -r --argjson o "$2" ".sites[] | select(.offset == \$o) | .$3" <<< "$1"; }
+pred() { site_field "$json" "$1" mechanism; }
 assert_eq "$(pred 0)" ftrace "prediction at +0"
 assert_eq "$(pred $((GETPGID_SINGLE)))" callopt "prediction at +$GETPGID_SINGLE"
-assert_eq "$(pred $((GETPGID_MULTI)))" callopt "prediction at +$GETPGID_MULTI (multi-instruction)"
+assert_eq "$(site_field "$mjson" $((GETPGID_MULTI)) mechanism)" callopt \
+	"prediction at $M+$GETPGID_MULTI (multi-instruction)"
+assert_match "$(site_field "$mjson" $((GETPGID_MULTI)) reason)" "several instructions" \
+	"reason at $M+$GETPGID_MULTI"
 assert_eq "$(pred $((GETPGID_MIDINSN)))" "" "+$GETPGID_MIDINSN is no boundary"
 assert_eq "$(pred "$size")" refused "prediction just past the end"
 assert_match "$(jq -r '[.sites[].mechanism] | unique | join(" ")' <<< "$json")" \
 	'callopt.*ftrace.*int3.*refused' "the mechanisms occur"
 
+# callopt_insn_ok() refuses a %gs operand (the preempt count callopt raised
+# is %gs-relative per-CPU data): the first such offset of the getpgid
+# function (current's task_struct from pcpu_hot) is predicted as something
+# else, with that reason, and the kernel gives it that.
+gs=$(jq -r '[.sites[] | select(.reason | test("%gs operand"))][0].offset // empty' <<< "$json")
+[ -n "$gs" ] || fail "no offset of $F refused by callopt for a %gs operand"
+gs_hex=$(printf 0x%x "$gs")
+gs_mech=$(pred "$gs")
+note "%gs site: $F+$gs_hex, predicted $gs_mech"
+[ "$gs_mech" != callopt ] && [ "$gs_mech" != refused ] ||
+	fail "$F+$gs_hex: predicted '$gs_mech' for a %gs operand"
+assert_match "$(site_field "$json" "$gs" reason)" \
+	"^not callopt: .*%gs operand: the preempt count callopt raises is %gs-relative per-CPU data" \
+	"reason at $F+$gs_hex"
+out=$("$KPCTL" -j attach --wait-opt 10 "$F+$gs_hex" 2>&1) || fail "attach $F+$gs_hex: $out"
+assert_eq "$(jq -r '.probes[0].mechanism' <<< "$out")" "$gs_mech" "observed at $F+$gs_hex"
+assert_no_kprobes
+
+# callopt_prepare() refuses a region where the ORC frame changes: the push
+# of the prologue right after the fentry call.
+assert_eq "$(site_field "$json" $((GETPGID_MID)) insn)" push \
+	"the instruction at $F+$GETPGID_MID (a prologue push)"
+assert_match "$(site_field "$json" $((GETPGID_MID)) reason)" \
+	"^not callopt: the ORC frame changes in the displaced region \(\+0x[0-9a-f]+: " \
+	"reason at $F+$GETPGID_MID"
+[ "$(pred $((GETPGID_MID)))" != callopt ] || fail "callopt predicted at $F+$GETPGID_MID"
+
 # Attach at every listed offset with a separate kpctl attach and compare.
-check_all() { # JSON: every prediction holds
-	local off mech want got rc n=0
+check_all() { # FUNC JSON: every prediction holds
+	local func=$1 off mech want got rc n=0
 	while read -r off want; do
 		case $want in
 		optimized|callopt) wait=10 ;; int3) wait=1 ;; *) wait=2 ;;
 		esac
-		out=$("$KPCTL" -j attach --wait-opt $wait "$F+$off" 2>&1); rc=$?
+		out=$("$KPCTL" -j attach --wait-opt $wait "$func+$off" 2>&1); rc=$?
 		if [ "$want" = refused ]; then
-			[ $rc = 1 ] || fail "$F+$off: predicted refused, attach exited $rc: $out"
+			[ $rc = 1 ] || fail "$func+$off: predicted refused, attach exited $rc: $out"
 		else
-			[ $rc = 0 ] || fail "$F+$off: predicted $want, attach failed: $out"
+			[ $rc = 0 ] || fail "$func+$off: predicted $want, attach failed: $out"
 			got=$(jq -r '.probes[0].mechanism' <<< "$out")
-			[ "$got" = "$want" ] || fail "$F+$off: predicted $want, got $got"
+			[ "$got" = "$want" ] || fail "$func+$off: predicted $want, got $got"
 		fi
 		assert_no_kprobes
 		n=$((n + 1))
-	done <<< "$(jq -r '.sites[] | "\(.offset) \(.mechanism)"' <<< "$1")"
-	note "$n offsets checked"
-	[ $n -ge 10 ] || fail "only $n offsets listed"
+	done <<< "$(jq -r '.sites[] | "\(.offset) \(.mechanism)"' <<< "$2")"
+	note "$func: $n offsets checked"
+	[ $n -ge 10 ] || fail "$func: only $n offsets listed"
 }
-check_all "$json"
+check_all "$F" "$json"
+[ "$M" = "$F" ] || check_all "$M" "$mjson"
 
 # --verify does the same in one process.
 v=$("$KPCTL" -j explain --verify --wait-opt 10 "$F") || fail "explain --verify: $v"
@@ -65,9 +108,14 @@ assert_eq "$(jq -r '[.sites[] | select(.mechanism == "callopt")] | length' <<< "
 	"callopt predictions with callopt off"
 assert_match "$(jq -r --argjson o $((GETPGID_SINGLE)) '.sites[] | select(.offset == $o) | .reason' \
 	<<< "$off_json")" "callopt is off" "reason with callopt off"
-assert_eq "$(jq -r --argjson o $((GETPGID_MULTI)) '.sites[] | select(.offset == $o) | .mechanism' \
-	<<< "$off_json")" optimized "prediction at +$GETPGID_MULTI with callopt off"
-check_all "$off_json"
+moff_json=$off_json
+if [ "$M" != "$F" ]; then
+	moff_json=$("$KPCTL" -j explain "$M") || fail "explain $M with callopt off: $moff_json"
+fi
+assert_eq "$(site_field "$moff_json" $((GETPGID_MULTI)) mechanism)" optimized \
+	"prediction at $M+$GETPGID_MULTI with callopt off"
+check_all "$F" "$off_json"
+[ "$M" = "$F" ] || check_all "$M" "$moff_json"
 echo 1 > $CALLOPT
 
 # --all lists every byte; offsets inside instructions are refused.
