@@ -8,11 +8,15 @@
  * the host). Site i is in batch i mod NB (NB = the number of batches), so
  * that the sites of one batch lie far apart (no probe inside another's
  * displaced instructions) and neighbouring boundaries go to different
- * batches. Per batch:
+ * batches; the batches run in the order k * STEP mod NB (STEP >= 5, prime
+ * to NB), so that a batch never follows one whose sites lie within 5 bytes
+ * of its own (the kernel releases detached kprobes a little later, in a
+ * worker). --batches FIRST-LAST selects runs (k), for resuming. Per batch:
  *
  *   attach  bpf_program__attach_kprobe_opts(FUNC, offset), or by address
- *           when FUNC is not unique, cookie = site index (BPF link mode);
- *           a refused attach is recorded with its errno
+ *           when FUNC is not unique, cookie = site index (BPF link mode),
+ *           from --attach-threads threads at once (default 1); a refused
+ *           attach is recorded with its errno
  *   settle  until no link reports "pending" (the multi-instruction callopt
  *           waits for RCU-tasks first), or, on kernels that do not report
  *           the mechanism (stock), until the optimized set in debugfs is
@@ -24,8 +28,10 @@
  *   detach  all links (--detach-threads at once), one RCU grace period
  *           (membarrier), then the hit counts are taken; a count that
  *           moves later is a late run
- *   drain   wait until the batch's kprobes left the debugfs list
+ *   drain   count the batch's kprobes still registered; --drain-ms waits
+ *           for them to go (default 0: no wait)
  *
+ * At the end every kprobe must be gone from the debugfs list within 30 s.
  * The site results go to --out as JSON lines, one object per site, written
  * after each batch (so a run that hangs keeps the batches before); the
  * progress of each batch goes to --progress and to the kernel log
@@ -432,6 +438,8 @@ struct opts {
 	int stable_ms;
 	int drain_ms;
 	int detach_threads;
+	int attach_threads;
+	int step;		/* batch b + 1 runs after batch b + step (mod NB) */
 	int first_batch, last_batch;
 };
 
@@ -449,6 +457,17 @@ static void *detach_thread(void *p)
 		bpf_link__destroy(s->link);
 		s->link = NULL;
 	}
+	return NULL;
+}
+
+static void attach_site(struct site *s, int i);
+
+static void *attach_thread(void *p)
+{
+	struct detach_arg *a = p;
+
+	for (int k = a->t; k < a->n; k += a->nt)
+		attach_site(&sites[a->idx[k]], a->idx[k]);
 	return NULL;
 }
 
@@ -528,7 +547,7 @@ struct totals {
 	long drain_timeouts;
 };
 
-static int run_batch(const struct opts *o, int b, int nb, struct totals *t, FILE *out,
+static int run_batch(const struct opts *o, int b, int nb, int run, struct totals *t, FILE *out,
 		     struct wl_shared *wl)
 {
 	int *idx = malloc(sizeof(int) * (nsites / nb + 2)), n = 0, attached = 0, pending;
@@ -539,23 +558,36 @@ static int run_batch(const struct opts *o, int b, int nb, struct totals *t, FILE
 
 	for (int i = b; i < nsites; i += nb)
 		idx[n++] = i;
-	mark("batch %d/%d attach %d sites (0x%llx..), workload %ld", b, nb, n,
-	     sites[idx[0]].addr, wl ? wl_iters(wl) : 0);
+	mark("batch %d/%d attach %d sites (0x%llx..), run %d, workload %ld", b, nb, n,
+	     sites[idx[0]].addr, run, wl ? wl_iters(wl) : 0);
 	wl_quiet(wl, 1);
 	t0 = now_ms();
-	for (int k = 0; k < n; k++) {
-		struct site *s = &sites[idx[k]];
+	for (int k = 0; k < n; k++)
+		sites[idx[k]].batch = b;
+	if (n <= 8 || o->attach_threads <= 1) {
+		for (int k = 0; k < n; k++) {
+			struct site *s = &sites[idx[k]];
 
-		s->batch = b;
-		attach_site(s, idx[k]);
-		attached += s->result == R_ATTACHED;
-		if (n <= 8) {		/* bisection: in case the VM dies */
-			const char *m = s->result == R_ATTACHED ? link_info(s) : "refused";
+			attach_site(s, idx[k]);
+			if (n <= 8) {		/* bisection: in case the VM dies */
+				const char *m = s->result == R_ATTACHED ? link_info(s) : "refused";
 
-			mark("site 0x%llx %s+0x%lx %s %s", s->addr, s->func, s->off,
-			     m ?: "unspec", s->bytes);
+				mark("site 0x%llx %s+0x%lx %s %s", s->addr, s->func, s->off,
+				     m ?: "unspec", s->bytes);
+			}
 		}
+	} else {
+		nt = o->attach_threads > 64 ? 64 : o->attach_threads;
+		for (int k = 0; k < nt; k++) {
+			da[k] = (struct detach_arg){ idx, n, k, nt };
+			pthread_create(&th[k], NULL, attach_thread, &da[k]);
+		}
+		for (int k = 0; k < nt; k++)
+			pthread_join(th[k], NULL);
+		nt = o->detach_threads;
 	}
+	for (int k = 0; k < n; k++)
+		attached += sites[idx[k]].result == R_ATTACHED;
 	t1 = now_ms();
 	t->attach_ms += t1 - t0;
 	mark("batch %d/%d attached %d of %d in %.0f ms", b, nb, attached, n, t1 - t0);
@@ -646,6 +678,17 @@ static int run_batch(const struct opts *o, int b, int nb, struct totals *t, FILE
 	return 0;
 }
 
+static int gcd(int a, int b)
+{
+	while (b) {
+		int r = a % b;
+
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -673,6 +716,7 @@ int main(int argc, char **argv)
 		{ "stable-ms", required_argument, NULL, 'Z' },
 		{ "drain-ms", required_argument, NULL, 'D' },
 		{ "detach-threads", required_argument, NULL, 'j' },
+		{ "attach-threads", required_argument, NULL, 'J' },
 		{ "batches", required_argument, NULL, 'B' },
 		{ "no-workload", no_argument, NULL, 'W' },
 		{ "nice", required_argument, NULL, 'n' },
@@ -684,7 +728,7 @@ int main(int argc, char **argv)
 		{},
 	};
 	struct opts o = { .batch = 200, .hold_ms = 400, .settle_ms = 3000, .stable_ms = 600,
-			  .drain_ms = 5000, .detach_threads = 8, .first_batch = 0,
+			  .drain_ms = 0, .detach_threads = 8, .attach_threads = 1, .first_batch = 0,
 			  .last_batch = -1 };
 	struct wl_opts wo = { .nice = 5, .pause_us = 200, .quiet_pause_us = 2000 };
 	const char *sites_path = NULL, *out_path = NULL, *summary_path = NULL;
@@ -695,7 +739,7 @@ int main(int argc, char **argv)
 	struct wl_shared *wl = NULL;
 	struct rlimit rl;
 	FILE *out, *sum;
-	int c, nb, wl_failed = 0, late = 0, live_err = 0, blisted = 0, ret;
+	int c, nb, wl_failed = 0, late = 0, live_err = 0, blisted = 0, ret, left_behind = 0;
 	double start, end;
 
 	if (argc == 3 && !strcmp(argv[1], "--exit-code"))
@@ -712,6 +756,7 @@ int main(int argc, char **argv)
 		case 'Z': o.stable_ms = atoi(optarg); break;
 		case 'D': o.drain_ms = atoi(optarg); break;
 		case 'j': o.detach_threads = atoi(optarg); break;
+		case 'J': o.attach_threads = atoi(optarg); break;
 		case 'B':
 			if (sscanf(optarg, "%d-%d", &o.first_batch, &o.last_batch) == 1)
 				o.last_batch = o.first_batch;
@@ -739,6 +784,16 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	nb = (nsites + o.batch - 1) / o.batch;
+	/*
+	 * Run order: batch k * step mod NB, so that the batch after batch b is
+	 * not b + 1..b + 4, whose sites lie within 5 bytes of b's: a probe of
+	 * the batch before may still be registered for a moment (the kernel
+	 * releases detached kprobes in a worker).
+	 */
+	o.step = 1;
+	if (nb >= 10)
+		for (o.step = 5; gcd(o.step, nb) != 1; o.step++)
+			;
 	if (o.last_batch < 0 || o.last_batch >= nb)
 		o.last_batch = nb - 1;
 	if (!out_path || !summary_path || !progress_path) {
@@ -794,7 +849,7 @@ int main(int argc, char **argv)
 		s->in_blacklist = blacklisted(s->addr);
 		blisted += s->in_blacklist;
 	}
-	printf("kpx-sweep: %d sites in %d batches of up to %d (running %d-%d), kernel %s, "
+	printf("kpx-sweep: %d sites in %d batches of up to %d (runs %d-%d), kernel %s, "
 	       "%d in the kprobes blacklist\n", nsites, nb, o.batch, o.first_batch,
 	       o.last_batch, kid, blisted);
 	fflush(stdout);
@@ -806,18 +861,25 @@ int main(int argc, char **argv)
 		}
 		sleep(1);
 	}
-	mark("start: %d sites, %d batches, batches %d-%d", nsites, nb, o.first_batch,
-	     o.last_batch);
+	mark("start: %d sites, %d batches, runs %d-%d, step %d", nsites, nb, o.first_batch,
+	     o.last_batch, o.step);
 	start = now_ms();
-	for (int b = o.first_batch; b <= o.last_batch; b++) {
-		run_batch(&o, b, nb, &t, out, wl);
-		if (b % 10 == 9 || b == o.last_batch) {
-			printf("kpx-sweep: batch %d/%d, %.0f s: %d attached, %d refused, %d failed\n",
-			       b + 1, nb, (now_ms() - start) / 1e3, t.attached, t.refused, t.failed);
+	for (int k = o.first_batch; k <= o.last_batch; k++) {
+		run_batch(&o, (int)((long)k * o.step % nb), nb, k, &t, out, wl);
+		if (k % 10 == 9 || k == o.last_batch) {
+			printf("kpx-sweep: %d/%d batches, %.0f s: %d attached, %d refused, %d failed\n",
+			       k + 1, nb, (now_ms() - start) / 1e3, t.attached, t.refused, t.failed);
 			fflush(stdout);
 		}
 	}
 	end = now_ms();
+	/* Every kprobe of the run is released in the end. */
+	for (double t0 = now_ms(); ; usleep(100000)) {
+		read_kprobes_list();
+		left_behind = (int)nkplist;
+		if (!left_behind || now_ms() - t0 > 30000)
+			break;
+	}
 	/* Late runs: no count may move after its detach + grace period. */
 	usleep(100000);
 	syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
@@ -851,7 +913,7 @@ int main(int argc, char **argv)
 		wl_failed = wl_stop(wl, 60);
 	mark("end: %d attached, %d refused, %d failed, %d late, workload %d failed",
 	     t.attached, t.refused, t.failed, late, wl_failed);
-	ret = (t.failed || late || wl_failed || skel->bss->bad_cookie) ? 1 : 0;
+	ret = (t.failed || late || wl_failed || skel->bss->bad_cookie || left_behind) ? 1 : 0;
 	sum = fopen(summary_path, "w");
 	if (sum) {
 		fprintf(sum, "{\"sites\":%d,\"batches\":%d,\"batch_size\":%d,\"first_batch\":%d,"
@@ -860,13 +922,15 @@ int main(int argc, char **argv)
 			"\"late\":%d,\"bad_cookie\":%llu,\"live_read_errors\":%d,"
 			"\"blacklisted\":%d,\"seconds\":%.1f,\"ms\":{\"attach\":%.0f,"
 			"\"settle\":%.0f,\"hold\":%.0f,\"detach\":%.0f,\"drain\":%.0f},"
-			"\"drain_timeouts\":%ld,\"still_listed\":%d,\"hold_ms\":%d,\"settle_ms\":%d,"
+			"\"drain_timeouts\":%ld,\"still_listed\":%d,\"left_behind\":%d,"
+			"\"step\":%d,\"hold_ms\":%d,\"settle_ms\":%d,"
 			"\"workload_failed\":%d,\"workload\":",
 			nsites, nb, o.batch, o.first_batch, o.last_batch, t.batches, kid,
 			list_build_id, t.attached, t.refused, t.failed, late,
 			(unsigned long long)skel->bss->bad_cookie, live_err, blisted,
 			(end - start) / 1e3, t.attach_ms, t.settle_ms, t.hold_ms, t.detach_ms,
-			t.drain_ms, t.drain_timeouts, t.still_listed, o.hold_ms, o.settle_ms,
+			t.drain_ms, t.drain_timeouts, t.still_listed, left_behind, o.step, o.hold_ms,
+			o.settle_ms,
 			wl_failed);
 		if (wl)
 			wl_json(sum, wl);
