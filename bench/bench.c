@@ -505,6 +505,13 @@ static const struct cfg cfgs[] = {
 
 static const char *func = "__x64_sys_getpgid";
 static unsigned long site_off[3];	/* entry, single, multi */
+/* The multi-instruction site may be in another function (--multi-func). */
+static const char *multi_func;
+
+static const char *site_func(enum site s)
+{
+	return s == S_MULTI && multi_func ? multi_func : func;
+}
 
 static const struct cfg *find_cfg(const char *id)
 {
@@ -538,7 +545,7 @@ static int setup_cfg(const struct cfg *c, struct link *l, double timeout_ms,
 
 	set_knobs(&c->knobs);
 	t0 = now_ns();
-	err = attach(c->kind, func, c->site == S_NONE ? 0 : site_off[c->site], l);
+	err = attach(c->kind, site_func(c->site), c->site == S_NONE ? 0 : site_off[c->site], l);
 	if (err) {
 		snprintf(mech, 12, "error");
 		return err;
@@ -612,6 +619,7 @@ static const struct option common_longopts[] = {
 	{ "entry", required_argument, NULL, 'E' },
 	{ "single", required_argument, NULL, 'S' },
 	{ "multi", required_argument, NULL, 'M' },
+	{ "multi-func", required_argument, NULL, 'F' },
 	{ "calls", required_argument, NULL, 'k' },
 	{ "reps", required_argument, NULL, 'r' },
 	{ "warmup", required_argument, NULL, 'w' },
@@ -644,7 +652,8 @@ static void usage(FILE *f)
 "  optwait  [--reps R] [--load L] [--only CFG,...] [--timeout MS]\n"
 "  detach   [--cycles C] [--load L] [--only CFG,...]\n"
 "  links    --sites FILE -n N --mode stock|ours [--load L] [--timeout MS]\n"
-"Sites: --func FUNC --entry OFF --single OFF --multi OFF (build/sites.env).\n"
+"Sites: --func FUNC --entry OFF --single OFF --multi OFF [--multi-func FUNC]\n"
+"       (build/sites.env; the multi-instruction site in FUNC unless --multi-func).\n"
 "Configurations (CFG):");
 	for (size_t i = 0; i < NCFGS; i++)
 		fprintf(f, " %s", cfgs[i].id);
@@ -663,6 +672,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case 'E': site_off[S_ENTRY] = strtoul(optarg, &end, 0); break;
 		case 'S': site_off[S_SINGLE] = strtoul(optarg, &end, 0); break;
 		case 'M': site_off[S_MULTI] = strtoul(optarg, &end, 0); break;
+		case 'F': multi_func = optarg; break;
 		case 'k': o->calls = strtol(optarg, &end, 0); break;
 		case 'r': o->reps = strtol(optarg, &end, 0); break;
 		case 'w': o->warmup = strtol(optarg, &end, 0); break;
@@ -699,7 +709,7 @@ static void print_cfg_head(const struct cfg *c)
 {
 	printf("{\"id\":\"%s\",\"label\":\"%s\",\"site\":\"%s\",\"want\":\"%s\","
 	       "\"spec\":\"%s+0x%lx%s\",\"knobs\":{\"optimization\":%d,\"callopt\":%d}",
-	       c->id, c->label, site_names[c->site], c->want, func,
+	       c->id, c->label, site_names[c->site], c->want, site_func(c->site),
 	       c->site == S_NONE ? 0 : site_off[c->site],
 	       c->kind == K_KRETPROBE ? "%return" : "", c->knobs.opt, c->knobs.callopt);
 }
@@ -903,7 +913,7 @@ static int cmd_optwait(struct opts *o)
 
 			set_knobs(&c->knobs);
 			t0 = now_ns();
-			err = attach(c->kind, func, site_off[c->site], &l);
+			err = attach(c->kind, site_func(c->site), site_off[c->site], &l);
 			attach_ms[k] = (now_ns() - t0) / 1e6;
 			if (err)
 				die("cannot attach %s: %s", c->id, strerror(-err));
@@ -976,7 +986,7 @@ static int cmd_detach(struct opts *o)
 
 			set_knobs(&c->knobs);
 			t0 = now_ns();
-			err = attach(c->kind, func, site_off[c->site], &l);
+			err = attach(c->kind, site_func(c->site), site_off[c->site], &l);
 			if (err)
 				die("cannot attach %s: %s", c->id, strerror(-err));
 			if (wait_mech(l.addr, false, c->want, o->timeout_ms, 1, t0) < 0)
@@ -995,7 +1005,7 @@ static int cmd_detach(struct opts *o)
 		printf("%s{\"id\":\"%s\",\"label\":\"%s\",\"site\":\"%s\",\"spec\":\"%s+0x%lx\","
 		       "\"knobs\":{\"optimization\":%d,\"callopt\":%d,\"fast_detach\":%d},"
 		       "\"mechanism\":\"%s\",\"not_optimized_at_detach\":%ld,\"detach_ms\":[",
-		       i ? "," : "", c->id, c->label, site_names[c->site], func,
+		       i ? "," : "", c->id, c->label, site_names[c->site], site_func(c->site),
 		       site_off[c->site], c->knobs.opt, c->knobs.callopt, c->knobs.fastdet,
 		       mech, not_opt);
 		for (long k = 0; k < o->cycles; k++)

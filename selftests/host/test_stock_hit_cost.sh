@@ -23,7 +23,7 @@ mkdir -p "$out"
 run() { # NAME KERNEL CONFIGS
 	"$KPX_ROOT/scripts/vm-run" --kernel "$2" --icount --smp 1 --timeout 300 -- \
 		bash -c "build/kpx-bench hit --func $GETPGID_FUNC --single $GETPGID_SINGLE \
-			--multi $GETPGID_MULTI --calls 20000 --reps 5 --warmup 2000 \
+			--multi $GETPGID_MULTI --multi-func $GETPGID_MULTI_FUNC --calls 20000 --reps 5 --warmup 2000 \
 			--only $3 > \$KPX_OUT/hit.json" > "$out/$1.log" 2>&1 ||
 		{ tail -20 "$out/$1.log"; fail "$1: vm-run failed"; }
 	local dir

@@ -35,7 +35,7 @@ assert_no_kprobes
 
 # A multi-instruction site is call-optimized too, after an RCU-tasks wait
 # that holds no lock (int3 meanwhile).
-json=$("$KPCTL" -j attach --trigger 10 --wait-opt 30 "$GETPGID_FUNC+$GETPGID_MULTI") || fail "attach: $json"
+json=$("$KPCTL" -j attach --trigger 10 --wait-opt 30 "$GETPGID_MULTI_FUNC+$GETPGID_MULTI") || fail "attach: $json"
 assert_eq "$(field '.probes[0].mechanism')" callopt "mechanism at the multi-instruction site"
 assert_eq "$(field '.probes[0].hits')" 10 "hits at the multi-instruction site"
 

@@ -8,19 +8,20 @@
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
+MF=$GETPGID_MULTI_FUNC
 insmod "$MODDIR/kpx_hog.ko" || fail "insmod kpx_hog"
 trap 'rmmod kpx_hog 2>/dev/null; kill $kp 2>/dev/null' EXIT
 
-"$KPCTL" -j attach --duration 0 "$F+$GETPGID_MULTI" > /tmp/multi.json &
+"$KPCTL" -j attach --duration 0 "$MF+$GETPGID_MULTI" > /tmp/multi.json &
 kp=$!
 for _ in $(seq 100); do
-	grep -q "$F+$GETPGID_MULTI" $KPROBES_LIST 2>/dev/null && break
+	grep -q "$MF+$GETPGID_MULTI" $KPROBES_LIST 2>/dev/null && break
 	sleep 0.1
 done
 # The mechanism from bpf_link_info (debugfs shows [OPTIMIZED][CALLOPT] as
 # soon as a probe is queued for the optimizer, so it cannot tell).
 multi_state() {
-	"$BPFTOOL" -j link show | jq -r --arg f "$F" --argjson o $((GETPGID_MULTI)) \
+	"$BPFTOOL" -j link show | jq -r --arg f "$MF" --argjson o $((GETPGID_MULTI)) \
 		'[.[] | select(.func == $f and .offset == $o)][0].mechanism'
 }
 note "multi-instruction probe: $(multi_state)"

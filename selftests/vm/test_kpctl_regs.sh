@@ -9,31 +9,31 @@ OPTIMIZE=/proc/sys/debug/kprobes-optimization
 restore() { echo 1 > $OPTIMIZE; echo 1 > /proc/sys/debug/kprobes-callopt; }
 trap restore EXIT
 
-compare() { # OFFSET MECHANISM
+compare() { # SPEC MECHANISM
 	local json
-	json=$("$KPCTL" -j regs --compare --wait-opt 10 "$F+$1") || fail "regs --compare +$1: $json"
+	json=$("$KPCTL" -j regs --compare --wait-opt 10 "$1") || fail "regs --compare $1: $json"
 	note "$json"
 	assert_eq "$(jq -r '[.captures[].mechanism] | join(",")' <<< "$json")" "$2,int3" \
-		"mechanisms at +$1"
-	assert_eq "$(jq -r .compare.equal <<< "$json")" true "pt_regs equal at +$1"
+		"mechanisms at $1"
+	assert_eq "$(jq -r .compare.equal <<< "$json")" true "pt_regs equal at $1"
 	addr=$(jq -r .addr <<< "$json")
 	for k in 0 1; do
 		assert_eq "$(jq -r ".captures[$k].regs.ip" <<< "$json")" \
-			"$(printf '0x%x' $((addr + 1)))" "ip of capture $k at +$1"
+			"$(printf '0x%x' $((addr + 1)))" "ip of capture $k at $1"
 		for r in sp flags ax di si bx; do
 			assert_eq "$(jq -r ".captures[$k].regs.$r" <<< "$json")" \
-				"$(jq -r ".captures[0].regs.$r" <<< "$json")" "$r of capture $k at +$1"
+				"$(jq -r ".captures[0].regs.$r" <<< "$json")" "$r of capture $k at $1"
 		done
 	done
 	assert_match "$(jq -r .captures[0].regs.sp <<< "$json")" '^0xffff' "kernel sp"
-	assert_eq "$(cat $OPTIMIZE)" 1 "optimization restored after +$1"
+	assert_eq "$(cat $OPTIMIZE)" 1 "optimization restored after $1"
 	assert_no_kprobes
 }
-compare "$GETPGID_SINGLE" callopt
-compare "$GETPGID_MULTI" callopt
+compare "$F+$GETPGID_SINGLE" callopt
+compare "$GETPGID_MULTI_FUNC+$GETPGID_MULTI" callopt
 # The jump optimization too, with callopt off for new probes.
 echo 0 > /proc/sys/debug/kprobes-callopt
-compare "$GETPGID_MULTI" optimized
+compare "$GETPGID_MULTI_FUNC+$GETPGID_MULTI" optimized
 echo 1 > /proc/sys/debug/kprobes-callopt
 
 # Text output says whether they agree.

@@ -22,7 +22,7 @@ settle() {
 }
 cycles() { # N: attach/detach cycles at three sites, then links
 	"$KPCTL" -j stress -n "$1" -k 5 -W 1 --yield \
-		-s "$F" -s "$F+$GETPGID_SINGLE" -s "$F+$GETPGID_MULTI" > /dev/null ||
+		-s "$F" -s "$F+$GETPGID_SINGLE" -s "$GETPGID_MULTI_FUNC+$GETPGID_MULTI" > /dev/null ||
 		fail "stress failed"
 	"$KPCTL" -j links -n 300 -t 50 -L 50 > /dev/null || fail "links failed"
 }
