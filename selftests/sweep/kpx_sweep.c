@@ -482,6 +482,16 @@ static void attach_site(struct site *s, int i)
 	s->link = bpf_program__attach_kprobe_opts(skel->progs.sweep_probe,
 						  s->by_addr ? NULL : s->func, &o);
 	s->attach_ms = now_ms() - t0;
+	/* Which sites are armed, in order, in case the VM dies while attaching
+	 * (scripts/sweep tries the last ones first). No fsync: the run folder
+	 * is uncached 9p, every write reaches the host. */
+	if (progress) {
+		flockfile(progress);
+		fprintf(progress, "%.3f armed %d 0x%llx %s\n", now_ms() / 1e3, i, s->addr,
+			s->link ? "ok" : "refused");
+		fflush_unlocked(progress);
+		funlockfile(progress);
+	}
 	if (!s->link) {
 		s->err = errno;
 		s->result = R_REFUSED;
