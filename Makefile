@@ -158,6 +158,15 @@ check-stock: all kernel-stock bench-tool
 check-debug: all kernel-debug modules-debug $(BUILD)/sites-debug.env $(BUILD)/callopt-sites-debug.env
 	@KPX_FLAVOUR=debug selftests/run -x test_stock_
 
+# The configuration matrix of the kernel series (scripts/check-configs):
+# normal, debug, PREEMPT_DYNAMIC booted none/voluntary/full, no
+# PREEMPT_COUNT, i386 and arm64 compile checks, a build after each patch.
+# Several kernel builds and VM boots; results in build/check-configs/ and,
+# by hand, docs/configs.md. CONFIGS=STEP... runs some steps only.
+.PHONY: check-configs
+check-configs: all
+	@scripts/check-configs $(CONFIGS)
+
 # The stress test alone, longer (SOAK_MINUTES, default 30), with a summary.
 soak: all
 	@scripts/vm-run --smp 4 --mem 2048 --timeout $$(( $${SOAK_MINUTES:-30} * 60 + 600 )) -- \

@@ -92,9 +92,9 @@ class Orc:
     """The ORC table of a vmlinux, from objtool --dump=orc."""
 
     def __init__(self, vmlinux, objtool=None):
-        objtool = objtool or os.path.join(os.path.dirname(vmlinux), 'kobj' +
-                                          ('-debug' if vmlinux.endswith('-debug') else
-                                           '-stock' if vmlinux.endswith('-stock') else ''),
+        # build/vmlinux-NAME was built in build/kobj-NAME
+        sfx = os.path.basename(vmlinux)[len('vmlinux'):]
+        objtool = objtool or os.path.join(os.path.dirname(vmlinux), 'kobj' + sfx,
                                           'tools/objtool/objtool')
         out = run([objtool, '--dump=orc', vmlinux])
         self.ips, self.ent = [], []

@@ -6,9 +6,11 @@ KPX_ROOT=${KPX_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 BUILD=$KPX_ROOT/build
 # Artifacts of the kernel flavour that runs (in the guest): normal, debug,
 # or stock (the unpatched kernel of scripts/kernel-stock).
+# Other flavours (scripts/kernel-flavour: -kpx-dynamic, -kpx-nocount) the
+# same way: uname -r ends in -kpx-NAME, the artifacts in -NAME.
 case "$(uname -r)" in
-*-kpx-debug) SFX=-debug ;;
-*-kpx-stock) SFX=-stock ;;
+*-kpx) SFX= ;;
+*-kpx-*) SFX=-$(uname -r | sed 's/.*-kpx-//') ;;
 *) SFX= ;;
 esac
 KOBJ=$BUILD/kobj$SFX
