@@ -10,8 +10,12 @@ while read -r p; do
 	f=kernel/patches/$p
 	[ -f "$f" ] || fail "series names $p, which is missing"
 	# From inside the kernel tree: run from another git checkout,
-	# checkpatch reviews a tracked .patch file as a source file.
-	res=$(cd "$BUILD/linux" && PATH=/usr/bin:$PATH scripts/checkpatch.pl --strict -q "$KPX_ROOT/$f" 2>&1) ||
+	# checkpatch reviews a tracked .patch file as a source file. The tree
+	# is Debian's source without upstream history, so the commit a
+	# Fixes: tag names cannot be looked up (UNKNOWN_COMMIT_ID); the tag's
+	# form is still checked.
+	res=$(cd "$BUILD/linux" && PATH=/usr/bin:$PATH scripts/checkpatch.pl --strict -q \
+		--ignore UNKNOWN_COMMIT_ID "$KPX_ROOT/$f" 2>&1) ||
 		fail "checkpatch --strict on $p: $res"
 	grep -q '^Signed-off-by: ' "$f" || fail "$p has no Signed-off-by"
 done < kernel/patches/series

@@ -9,6 +9,8 @@
 #           only: none on preempt=none or preempt=voluntary
 #  unwind   a reliable stack trace of a task stopped in callopt_exit is
 #           right; a site that moves the stack pointer is not callopt
+#  traced   with TRACE_PREEMPT_TOGGLE, the preemptirq tracepoints see the
+#           exit's preempt_enable() pair each preempt_disable() of a hit
 . "$(dirname "$0")/../lib.sh"
 MOD=$MODDIR/kpx_ctx.ko
 [ -r "$MOD" ] || fail "$MOD missing (make modules)"
@@ -99,4 +101,49 @@ want at_exit -eq 0
 m=$(val mech)
 [ "$m" != $CALLOPT_MECH ] || fail "pushq site is callopt"
 note "pushq site: mechanism $m (not callopt)"
+
+# Where preempt_disable() is traced (TRACE_PREEMPT_TOGGLE, the debug
+# flavour), every 0->1 transition in callopt_handler() must be paired with a
+# 1->0 one in callopt_preempt_enable(), the exit's preempt_enable(): the
+# preemptirq tracepoints see both. Elsewhere there is no such event.
+EV=/sys/kernel/tracing/events/preemptirq
+if [ -d $EV/preempt_enable ]; then
+	. "$SITES"
+	# caller_offs is the caller's address minus _stext; a function's range
+	# ends at the next symbol in /proc/kallsyms.
+	range() {
+		sort /proc/kallsyms | awk -v f="$1" '
+			$3 == "_stext" { st = strtonum("0x" $1) }
+			found && !end { end = strtonum("0x" $1) }
+			$3 == f { found = strtonum("0x" $1) }
+			END { if (found && end) printf "caller_offs >= %d && caller_offs < %d\n", found - st, end - st }'
+	}
+	dis=$(range callopt_handler)
+	ena=$(range callopt_preempt_enable)
+	[ -n "$dis" ] && [ -n "$ena" ] || fail "no callopt_handler or callopt_preempt_enable in kallsyms"
+	T=/sys/kernel/tracing
+	echo 0 > $T/tracing_on
+	echo > $T/trace
+	echo "$dis" > $EV/preempt_disable/filter
+	echo "$ena" > $EV/preempt_enable/filter
+	echo 1 > $EV/preempt_disable/enable
+	echo 1 > $EV/preempt_enable/enable
+	echo 1 > $T/tracing_on
+	out=$("$KPCTL" -j attach --trigger 1000 "$GETPGID_FUNC+$GETPGID_SINGLE") || fail "attach: $out"
+	echo 0 > $T/tracing_on
+	echo 0 > $EV/preempt_disable/enable
+	echo 0 > $EV/preempt_enable/enable
+	echo 0 > $EV/preempt_disable/filter
+	echo 0 > $EV/preempt_enable/filter
+	[ "$(jq -r '.probes[0].mechanism' <<< "$out")" = callopt ] || fail "not callopt: $out"
+	nd=$(grep -c ' preempt_disable: ' $T/trace)
+	ne=$(grep -c ' preempt_enable: ' $T/trace)
+	echo > $T/trace
+	echo 1 > $T/tracing_on
+	note "traced preemption: $nd disables in callopt_handler, $ne enables in callopt_preempt_enable"
+	[ "$nd" -ge 1000 ] || fail "only $nd traced preempt_disable in callopt_handler for 1000 hits"
+	[ "$ne" = "$nd" ] || fail "$nd traced preempt_disable, $ne preempt_enable: unpaired"
+else
+	note "no preemptirq tracepoints (no TRACE_PREEMPT_TOGGLE): the traced pair is checked on the debug flavour"
+fi
 echo ok
