@@ -1096,8 +1096,10 @@ int default_getpgid_sites(struct kpctl_bpf *skel, char (*specs)[256], int max)
 	for (off = mid; off < sym.size; off += ki.len) {
 		if (!kp_decode(text + off, sizeof(text) - off, &ki))
 			break;
+		/* The first one that callopt_insn_ok() takes (not the %gs load). */
 		if (ki.len >= KP_JMP32_SIZE && !ki.rel_jump && strcmp(ki.mnemonic, "call") &&
-		    strcmp(ki.mnemonic, "ret") && !ki.indirect_jump) {
+		    strcmp(ki.mnemonic, "ret") && !ki.indirect_jump && !ki.callopt_refusal &&
+		    !ki.boost_refusal) {
 			single = off;
 			break;
 		}
