@@ -37,10 +37,14 @@ struct regs_opts {
 	double wait_opt;
 };
 
+/*
+ * Sites kpctl can hit itself with getpgid(0): in the getpgid function, or
+ * in pid_vnr(), which it calls once (pid_vnr(task_pgrp(current))).
+ */
 static bool trigger_site(const struct probe *p)
 {
 	return !strcmp(p->func, getpgid_func()) || !strcmp(p->func, "do_getpgid") ||
-	       !strcmp(p->func, "__x64_sys_getpgid");
+	       !strcmp(p->func, "__x64_sys_getpgid") || !strcmp(p->func, "pid_vnr");
 }
 
 static int read_regs(struct kpctl_bpf *skel, struct kpctl_regs *r)
@@ -309,7 +313,7 @@ int cmd_regs(int argc, char **argv)
 	}
 	trigger = trigger_site(&p);
 	if (o.compare && !trigger) {
-		errx("--compare needs a site in %s, which kpctl can trigger itself",
+		errx("--compare needs a site in %s or pid_vnr, which kpctl can trigger itself",
 		     getpgid_func());
 		return EXIT_USAGE;
 	}
