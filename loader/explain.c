@@ -147,15 +147,15 @@ static const char *why_not_jump_func(const struct kfunc *f, const struct kstate 
 				     unsigned long long a, char *buf, size_t len);
 
 /*
- * callopt_frame_unchanged(): unwind_orc_same_frame(site, end) for the end of
- * each displaced instruction, i.e. every instruction boundary after the
- * site up to and including site+len. The entry in effect at an address is
- * the last one at or below it (orc_find()); kimage.c read them from
- * vmlinux's .orc_unwind_ip and .orc_unwind.
+ * callopt_frame_unchanged(): unwind_orc_same_frame(site, x) for every byte x
+ * after the site up to and including site+len (the unwinder looks a return
+ * address minus one up, which can be any byte of the region, and ORC
+ * entries need not start at instruction boundaries). The entry in effect
+ * at an address is the last one at or below it (orc_find()); kimage.c read
+ * them from vmlinux's .orc_unwind_ip and .orc_unwind, one per byte of FUNC.
  */
 static const char *why_orc_changes(const struct kfunc *f, unsigned long long a,
-				   const unsigned long long *ends, int n, char *buf,
-				   size_t len)
+				   unsigned long long end, char *buf, size_t len)
 {
 	const struct kp_orc *site;
 	char at_site[72], at_end[72];
@@ -165,20 +165,20 @@ static const char *why_orc_changes(const struct kfunc *f, unsigned long long a,
 		       "the frames of the displaced region with: callopt unknown, "
 		       "predicted refused";
 	site = &f->orc[off_of(f, a)];
-	for (int i = 0; i < n; i++) {
-		const struct kp_orc *e = &f->orc[off_of(f, ends[i])];
+	for (unsigned long long x = a + 1; x <= end; x++) {
+		const struct kp_orc *e = &f->orc[off_of(f, x)];
 
 		if (kp_orc_same(site, e))
 			continue;
 		if (!site->found || !e->found) {
 			snprintf(buf, len, "no ORC data at +0x%lx (unwind_orc_same_frame() "
-				 "fails)", off_of(f, site->found ? ends[i] : a));
+				 "fails)", off_of(f, site->found ? x : a));
 			return buf;
 		}
 		kp_orc_format(site, at_site, sizeof(at_site));
 		kp_orc_format(e, at_end, sizeof(at_end));
 		snprintf(buf, len, "the ORC frame changes in the displaced region (+0x%lx: "
-			 "%s; at the site: %s)", off_of(f, ends[i]), at_end, at_site);
+			 "%s; at the site: %s)", off_of(f, x), at_end, at_site);
 		return buf;
 	}
 	return NULL;
@@ -233,7 +233,7 @@ static const char *why_not_callopt_multi(const struct kfunc *f, const struct kst
 	r = why_not_jump_func(f, ks, s->addr, buf, len);
 	if (r)
 		return r;
-	r = why_orc_changes(f, s->addr, ends, ninsns, buf, len);
+	r = why_orc_changes(f, s->addr, ends[ninsns - 1], buf, len);
 	if (r)
 		return r;
 	end = s->addr + n - 1;
@@ -285,7 +285,7 @@ static const char *why_not_callopt(const struct kfunc *f, const struct kstate *k
 	}
 	if (f->size - off_of(f, s->addr) < (unsigned long)ki->len)
 		return "the instruction runs past the function's end";
-	r = why_orc_changes(f, s->addr, &end, 1, buf, len);
+	r = why_orc_changes(f, s->addr, end, buf, len);
 	if (r)
 		return r;
 	r = reserved(f, s->addr, s->addr + ki->len - 1);

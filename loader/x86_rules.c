@@ -129,10 +129,14 @@ static const char *callopt_refusal(struct insn *insn)
 {
 	unsigned char op0 = insn->opcode.bytes[0];
 	unsigned char reg = X86_MODRM_REG(insn->modrm.bytes[0]);
+	unsigned char mod = X86_MODRM_MOD(insn->modrm.bytes[0]);
+	bool rep = false;
 	insn_byte_t prefix;
 	int i;
 
 	for_each_insn_prefix(insn, i, prefix) {
+		if (prefix == 0xf3)
+			rep = true;
 		switch (prefix) {
 		case 0x64:
 			return "%fs operand: callopt refuses %fs and %gs segment overrides";
@@ -170,10 +174,24 @@ static const char *callopt_refusal(struct insn *insn)
 			return "move to/from control or debug register";
 		case 0x30:
 			return "wrmsr";
+		case 0x37:
+			return "getsec";
+		case 0x78 ... 0x79:
+			return "vmread/vmwrite";
 		case 0xa0 ... 0xa1:
 			return "push/pop of the %fs selector";
 		case 0xa8 ... 0xa9:
 			return "push/pop of the %gs selector";
+		case 0xaa:
+			return "rsm";
+		case 0xb2:
+		case 0xb4 ... 0xb5:
+			return "lss/lfs/lgs (loads a segment register)";
+		case 0xae:
+			return rep && mod == 3 ? "rd/wr fs/gs base" : NULL;
+		case 0xc7:
+			return (reg == 6 || reg == 7) && mod != 3 ?
+			       "vmptrld/vmclear/vmxon/vmptrst" : NULL;
 		}
 		return NULL;
 	}
@@ -189,6 +207,8 @@ static const char *callopt_refusal(struct insn *insn)
 	case 0xc2 ... 0xc3:
 	case 0xca ... 0xcf:
 		return "ret/retf/int/iret";
+	case 0xc6 ... 0xc7:
+		return insn->modrm.bytes[0] == 0xf8 ? "xabort/xbegin (a branch)" : NULL;
 	case 0xc8:
 		return "enter";
 	case 0xe4 ... 0xe7:

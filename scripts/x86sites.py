@@ -28,6 +28,8 @@ BAD_MN = re.compile(
     r'pushf[qw]?|popf[qw]?|ud[0-2]|lgdt|lidt|lldt|ltr|sgdt|sidt|sldt|str|'
     r'smsw|lmsw|invlpg|swapgs|rdtscp|monitor|mwait|stac|clac|xgetbv|xsetbv|'
     r'vmcall|vmlaunch|vmresume|vmxoff|wrmsr|wbinvd|invd|clts|enter|bound|'
+    r'lss|lfs|lgs|xbegin|xabort|getsec|vmread|vmwrite|rsm|'
+    r'wrfsbase|wrgsbase|rdfsbase|rdgsbase|vmptrld|vmptrst|vmclear|vmxon|'
     r'f[a-z0-9]*|fwait|wait|int3|endbr(32|64)|xabort|xbegin|xend|'
     r'notrack)$')
 
@@ -165,10 +167,10 @@ def callopt_why_not(insns, idx, orc, ftrace_sites=()):
                     if start + 1 <= t <= start + 5:
                         return 'a branch targets the region'
     if orc is not None:
+        # every byte after the site, up to and including the end
         o = orc.at(start)
-        for i in reg:
-            if orc.at(i.addr + i.length) != o:
-                return 'the ORC frame changes in the region'
+        if any(orc.at(a) != o for a in range(start + 1, end + 1)):
+            return 'the ORC frame changes in the region'
     return None
 
 
