@@ -7,8 +7,9 @@
  * "done=1" last), then waits to be unloaded. Each experiment registers a
  * kprobe on a site of one of the targets below (a site whose instruction
  * layout the asm fixes), with a pre_handler of its own, and reports the
- * mechanism the kernel chose (mech=, enum kprobe_mechanism: 2 callopt, 3
- * jmpopt, 0 int3, 4 pending).
+ * mechanism the kernel chose (enum kprobe_mechanism: 2 callopt, 3 jmpopt,
+ * 0 int3, 4 pending), right when register_kprobe() returned
+ * (mech_registered=) and 200 ms later (mech=).
  *
  *   exp=df       site after STD: the handler must run with DF clear, see
  *                DF set in regs->flags, and the code after the site must
@@ -121,7 +122,7 @@ struct kpx_ctx {
 	unsigned long switched, ac_lost, ac_leaked, comp_runs, comp_in_loop;
 	unsigned long samples, at_exit, reliable, wrong, unreliable;
 	char first_wrong[256];
-	int mech_before, mech_after;
+	int mech_registered, mech_before, mech_after;
 	bool done;
 };
 
@@ -282,8 +283,8 @@ static int kpx_site_offset(unsigned long (*fn)(void), bool push)
 
 static int kpx_result_show(struct seq_file *m, void *v)
 {
-	seq_printf(m, "exp=%s\nsite=%s\nmech=%d\nmech_after=%d\nhits=%lu\n",
-		   exp, site, ctx.mech_before, ctx.mech_after, ctx.hits);
+	seq_printf(m, "exp=%s\nsite=%s\nmech_registered=%d\nmech=%d\nmech_after=%d\nhits=%lu\n",
+		   exp, site, ctx.mech_registered, ctx.mech_before, ctx.mech_after, ctx.hits);
 	seq_printf(m, "handler_df=%lu\nregs_df=%lu\nafter_df=%lu\nregs_ac=%lu\nafter_ac=%lu\n",
 		   ctx.handler_df, ctx.regs_df, ctx.after_df, ctx.regs_ac, ctx.after_ac);
 	seq_printf(m, "switched=%lu\nac_lost=%lu\nac_leaked=%lu\ncomp_runs=%lu\nswitches=%lu\n",
@@ -325,6 +326,8 @@ static int __init kpx_ctx_init(void)
 	ret = register_kprobe(&ctx.kp);
 	if (ret)
 		return ret;
+	/* A single-instruction callopt probe is installed when it is armed. */
+	ctx.mech_registered = kprobe_mechanism(&ctx.kp);
 	/* A jump-optimized or multi-instruction probe takes a while. */
 	msleep(200);
 	ctx.mech_before = kprobe_mechanism(&ctx.kp);

@@ -54,6 +54,8 @@ want() { # KEY OP VALUE
 }
 
 run df
+# register_kprobe() of an enabled probe returns with the call installed
+want mech_registered -eq $CALLOPT_MECH
 want mech -eq $CALLOPT_MECH
 want hits -eq 20000
 want handler_df -eq 0
