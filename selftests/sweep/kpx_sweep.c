@@ -16,7 +16,11 @@
  *   attach  bpf_program__attach_kprobe_opts(FUNC, offset), or by address
  *           when FUNC is not unique, cookie = site index (BPF link mode),
  *           from --attach-threads threads at once (default 1); a refused
- *           attach is recorded with its errno
+ *           attach is recorded with its errno. The workload pauses
+ *           meanwhile, except in every --attach-load'th batch (default 4):
+ *           under TCG an attach costs 4-5 times more with 4 busy vCPUs
+ *           (every text poke waits for IPIs), and the batches attached
+ *           under load still race the patching with CPUs running the code
  *   settle  until no link reports "pending" (the multi-instruction callopt
  *           waits for RCU-tasks first), or, on kernels that do not report
  *           the mechanism (stock), until the optimized set in debugfs is
@@ -337,6 +341,10 @@ static const struct kp_entry *kp_find(unsigned long long addr)
 	return nkplist ? bsearch(&key, kplist, nkplist, sizeof(*kplist), kp_cmp) : NULL;
 }
 
+/* KPX_SWEEP_MECH_SOURCE=debugfs: ignore the link info's mechanism, as on a
+ * kernel that does not report it (to try the stock path on ours). */
+static bool debugfs_only;
+
 static const char *debugfs_mech(const char *flags)
 {
 	if (strstr(flags, "[GONE]"))
@@ -411,6 +419,8 @@ static int batch_mechanisms(int *idx, int n, bool settle, int *optimized)
 		m = link_info(s);
 		e = kp_find(s->link_addr);
 		snprintf(s->flags, sizeof(s->flags), "%s", e ? e->flags : "-");
+		if (debugfs_only && m && strcmp(m, "error"))
+			m = NULL;
 		if (m && strcmp(m, "error")) {
 			s->mech_source = "link_info";
 			reported++;
@@ -439,6 +449,7 @@ struct opts {
 	int drain_ms;
 	int detach_threads;
 	int attach_threads;
+	int attach_load;	/* every Nth batch attaches under load (0: none) */
 	int step;		/* batch b + 1 runs after batch b + step (mod NB) */
 	int first_batch, last_batch;
 };
@@ -552,7 +563,8 @@ static void json_site(FILE *f, const struct site *s, int i)
 }
 
 struct totals {
-	double attach_ms, settle_ms, hold_ms, detach_ms, drain_ms;
+	double attach_ms, settle_ms, hold_ms, detach_ms, drain_ms, loaded_attach_ms;
+	int loaded_batches;
 	int batches, attached, refused, failed, still_listed;
 	long drain_timeouts;
 };
@@ -563,6 +575,7 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 	int *idx = malloc(sizeof(int) * (nsites / nb + 2)), n = 0, attached = 0, pending;
 	int nt = o->detach_threads, optimized, last_opt = -1;
 	double t0, t1, stable_since, settled;
+	bool loaded;
 	pthread_t th[64];
 	struct detach_arg da[64];
 
@@ -570,7 +583,10 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 		idx[n++] = i;
 	mark("batch %d/%d attach %d sites (0x%llx..), run %d, workload %ld", b, nb, n,
 	     sites[idx[0]].addr, run, wl ? wl_iters(wl) : 0);
-	wl_quiet(wl, 1);
+	/* The workload pauses while this batch attaches, unless it is one of
+	 * the batches attached under load (--attach-load). */
+	loaded = o->attach_load > 0 && run % o->attach_load == 0;
+	wl_gate(wl, !loaded);
 	t0 = now_ms();
 	for (int k = 0; k < n; k++)
 		sites[idx[k]].batch = b;
@@ -600,7 +616,13 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 		attached += sites[idx[k]].result == R_ATTACHED;
 	t1 = now_ms();
 	t->attach_ms += t1 - t0;
-	mark("batch %d/%d attached %d of %d in %.0f ms", b, nb, attached, n, t1 - t0);
+	if (loaded) {
+		t->loaded_batches++;
+		t->loaded_attach_ms += t1 - t0;
+	}
+	wl_gate(wl, 0);
+	mark("batch %d/%d attached %d of %d in %.0f ms%s", b, nb, attached, n, t1 - t0,
+	     loaded ? " under load" : "");
 	/* Settle. */
 	stable_since = now_ms();
 	for (;;) {
@@ -619,7 +641,6 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 			break;
 		usleep(50000);
 	}
-	wl_quiet(wl, 0);
 	/* Small batches (bisection): each site's mechanism, in case the VM dies. */
 	for (int k = 0; k < n && n <= 8; k++)
 		mark("site 0x%llx %s+0x%lx %s %s", sites[idx[k]].addr, sites[idx[k]].func,
@@ -632,7 +653,6 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 	t1 = now_ms();
 	t->hold_ms += t1 - t0;
 	batch_mechanisms(idx, n, false, &optimized);
-	wl_quiet(wl, 1);
 	mark("batch %d/%d detach (settled in %.0f ms, %d pending then)", b, nb, settled, pending);
 	/* Detach. */
 	t0 = now_ms();
@@ -671,7 +691,6 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 		usleep(20000);
 	}
 	t->drain_ms += now_ms() - t0;
-	wl_quiet(wl, 0);
 	for (int k = 0; k < n; k++) {
 		struct site *s = &sites[idx[k]];
 
@@ -705,7 +724,7 @@ static void usage(FILE *f)
 "Usage: kpx-sweep --sites FILE [--out FILE] [--summary FILE] [--progress FILE]\n"
 "                 [--batch N] [--hold-ms MS] [--settle-ms MS] [--stable-ms MS]\n"
 "                 [--drain-ms MS] [--detach-threads N] [--batches FIRST[-LAST]]\n"
-"                 [--no-workload] [--nice N] [--pause-us US] [--quiet-pause-us US]\n"
+"                 [--attach-load N] [--no-workload] [--nice N] [--pause-us US]\n"
 "                 [--ignore-build-id] [-v]\n"
 "  Attaches a BPF kprobe at every site of FILE (scripts/sweep-sites), N at a\n"
 "  time (default 200), holds each batch while the workload runs, detaches, and\n"
@@ -731,16 +750,17 @@ int main(int argc, char **argv)
 		{ "no-workload", no_argument, NULL, 'W' },
 		{ "nice", required_argument, NULL, 'n' },
 		{ "pause-us", required_argument, NULL, 'p' },
-		{ "quiet-pause-us", required_argument, NULL, 'q' },
+		{ "attach-load", required_argument, NULL, 'L' },
 		{ "ignore-build-id", no_argument, NULL, 'I' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	struct opts o = { .batch = 200, .hold_ms = 400, .settle_ms = 3000, .stable_ms = 600,
-			  .drain_ms = 0, .detach_threads = 8, .attach_threads = 1, .first_batch = 0,
+			  .drain_ms = 0, .detach_threads = 8, .attach_threads = 1, .attach_load = 4,
+			  .first_batch = 0,
 			  .last_batch = -1 };
-	struct wl_opts wo = { .nice = 5, .pause_us = 200, .quiet_pause_us = 2000 };
+	struct wl_opts wo = { .nice = 5, .pause_us = 200 };
 	const char *sites_path = NULL, *out_path = NULL, *summary_path = NULL;
 	const char *progress_path = NULL;
 	bool workload = true, ignore_id = false;
@@ -774,7 +794,7 @@ int main(int argc, char **argv)
 		case 'W': workload = false; break;
 		case 'n': wo.nice = atoi(optarg); break;
 		case 'p': wo.pause_us = atoi(optarg); break;
-		case 'q': wo.quiet_pause_us = atoi(optarg); break;
+		case 'L': o.attach_load = atoi(optarg); break;
 		case 'I': ignore_id = true; break;
 		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return 0;
@@ -831,6 +851,8 @@ int main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	libbpf_set_print(libbpf_print);
+	debugfs_only = getenv("KPX_SWEEP_MECH_SOURCE") &&
+		       !strcmp(getenv("KPX_SWEEP_MECH_SOURCE"), "debugfs");
 	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[sl > 0 ? sl : 0] = '\0';
 	wo.self_exe = self;
@@ -931,7 +953,8 @@ int main(int argc, char **argv)
 			"\"list_build_id\":\"%s\",\"attached\":%d,\"refused\":%d,\"failed\":%d,"
 			"\"late\":%d,\"bad_cookie\":%llu,\"live_read_errors\":%d,"
 			"\"blacklisted\":%d,\"seconds\":%.1f,\"ms\":{\"attach\":%.0f,"
-			"\"settle\":%.0f,\"hold\":%.0f,\"detach\":%.0f,\"drain\":%.0f},"
+			"\"settle\":%.0f,\"hold\":%.0f,\"detach\":%.0f,\"drain\":%.0f,"
+			"\"attach_under_load\":%.0f},\"batches_attached_under_load\":%d,"
 			"\"drain_timeouts\":%ld,\"still_listed\":%d,\"left_behind\":%d,"
 			"\"step\":%d,\"hold_ms\":%d,\"settle_ms\":%d,"
 			"\"workload_failed\":%d,\"workload\":",
@@ -939,7 +962,7 @@ int main(int argc, char **argv)
 			list_build_id, t.attached, t.refused, t.failed, late,
 			(unsigned long long)skel->bss->bad_cookie, live_err, blisted,
 			(end - start) / 1e3, t.attach_ms, t.settle_ms, t.hold_ms, t.detach_ms,
-			t.drain_ms, t.drain_timeouts, t.still_listed, left_behind, o.step, o.hold_ms,
+			t.drain_ms, t.loaded_attach_ms, t.loaded_batches, t.drain_timeouts, t.still_listed, left_behind, o.step, o.hold_ms,
 			o.settle_ms,
 			wl_failed);
 		if (wl)
