@@ -88,7 +88,8 @@ struct site {
 	char bytes[48];
 	char notes[16];		/* "alt": in an alternative; "-" */
 	/* results */
-	char live[2 * SWEEP_TEXT_MAX + 1];
+	char live[2 * SWEEP_TEXT_MAX + 1];	/* the instruction in the running kernel */
+	char live16[2 * SWEEP_TEXT_MAX + 1];	/* 16 bytes there (what a call displaces) */
 	bool in_blacklist;
 	enum result result;
 	int err;
@@ -547,13 +548,13 @@ static void json_site(FILE *f, const struct site *s, int i)
 {
 	fprintf(f, "{\"idx\":%d,\"addr\":\"0x%llx\",\"site\":\"%s+0x%lx\",\"func\":\"%s\","
 		"\"off\":%lu,\"how\":\"%s\",\"group\":\"%s\",\"class\":\"%s\",\"len\":%d,"
-		"\"bytes\":\"%s\",\"notes\":\"%s\",\"live\":\"%s\",\"live_same\":%s,\"blacklisted\":%s,"
+		"\"bytes\":\"%s\",\"notes\":\"%s\",\"live\":\"%s\",\"live16\":\"%s\",\"live_same\":%s,\"blacklisted\":%s,"
 		"\"batch\":%d,\"result\":\"%s\",\"errno\":%d,\"error\":\"%s\",\"why\":\"%s\","
 		"\"link_addr\":\"0x%llx\",\"mechanism\":\"%s\",\"mech_settle\":\"%s\","
 		"\"mech_source\":\"%s\",\"debugfs\":\"%s\",\"hits\":%llu,\"missed\":%llu,"
 		"\"attach_ms\":%.3f}\n",
 		i, s->addr, s->func, s->off, s->func, s->off, s->by_addr ? "addr" : "sym",
-		s->group, s->cls, s->len, s->bytes, s->notes, s->live,
+		s->group, s->cls, s->len, s->bytes, s->notes, s->live, s->live16,
 		!strncmp(s->live, s->bytes, 2 * s->len) ? "true" : "false",
 		s->in_blacklist ? "true" : "false", s->batch, result_names[s->result], s->err,
 		s->err ? strerrorname_np(s->err) ?: "?" : "", s->why, s->link_addr,
@@ -871,12 +872,15 @@ int main(int argc, char **argv)
 
 		if (len < 1)
 			len = 1;
-		if (read_live_text(s->addr, b, len)) {
+		if (read_live_text(s->addr, b, SWEEP_TEXT_MAX) && read_live_text(s->addr, b, len)) {
 			live_err++;
 			snprintf(s->live, sizeof(s->live), "?");
+			snprintf(s->live16, sizeof(s->live16), "?");
 		} else {
 			for (int k = 0; k < len; k++)
 				sprintf(s->live + 2 * k, "%02x", b[k]);
+			for (int k = 0; k < SWEEP_TEXT_MAX; k++)
+				sprintf(s->live16 + 2 * k, "%02x", b[k]);
 		}
 		s->in_blacklist = blacklisted(s->addr);
 		blisted += s->in_blacklist;

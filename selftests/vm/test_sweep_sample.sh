@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The sweep's sample (docs/stress.md): a BPF kprobe link at each of about
 # 2100 sites (every instruction class vmlinux has, every boundary of
-# handle_softirqs and of the getpgid system call, controls whose outcome is
-# known, and an even spread of make sweep's set), 200 at a time, while the
-# sweep's workload runs on all vCPUs and checks its own results.
+# handle_softirqs, of the getpgid system call and of the functions where
+# the sweep found defects, controls whose outcome is known, and an even
+# spread of make sweep's set), 200 at a time, while the sweep's workload
+# runs on all vCPUs and checks its own results.
 #
 # Passes when every site of the list has a complete result (attached or
 # refused, nothing failed: the probe landed at the site, every run saw
@@ -135,6 +136,17 @@ assert_eq "$(ref "$GETPGID_SINGLE" .mechanism)" $want "$GETPGID_FUNC+$GETPGID_SI
 hs=$(count '.func == "handle_softirqs"')
 [ "$hs" -gt 50 ] || fail "only $hs handle_softirqs sites"
 [ "$(count '.func == "handle_softirqs" and .hits > 0')" -gt 0 ] || fail "no handle_softirqs site hit"
+
+# Regression cases of what the sweep found (scripts/sweep-sites, ALWAYS):
+# the retpoline call in do_dentry_open on int3 (its emulation returned into
+# the instruction), ktime_add_safe's cmovl before the ret of its return
+# thunk (the ret skipped callopt's preempt_enable). Both must be tried and
+# hit; what went wrong there shows in the kernel log (below) or kills the VM.
+cs=$(jq -r 'select(.func == "do_dentry_open" and .class == "cs e8") | "\(.result) \(.hits)"' "$j" | head -1)
+[ -n "$cs" ] || fail "no do_dentry_open cs-call site in the results"
+[ "${cs%% *}" = attached ] && [ "${cs##* }" -gt 0 ] || fail "do_dentry_open cs call: $cs (want attached and hit)"
+[ "$(count '.func == "ktime_add_safe"')" -gt 5 ] || fail "ktime_add_safe: not every boundary tried"
+[ "$(count '.func == "ktime_add_safe" and .hits > 0')" -gt 0 ] || fail "no ktime_add_safe site hit"
 
 # The kernel log since the start of this test.
 log=$(dmesg | sed -n "/$marker: start/,\$p")
