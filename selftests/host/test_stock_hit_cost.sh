@@ -2,7 +2,10 @@
 # Per-hit cost of a BPF kprobe, in instructions (QEMU -icount), against the
 # unpatched kernel (make kernel-stock) at the same sites, with the same
 # one-counter BPF program (build/kpx-bench hit, as in 'make bench'):
-# - at the function entry (ftrace): at most 0.6x stock kprobe-on-ftrace;
+# - at the function entry (ftrace): at most 0.7x stock kprobe-on-ftrace
+#   (0.58x with the first version, which dropped kprobe_ftrace_handler()'s
+#   ftrace_test_recursion_trylock(); that was wrong, docs/backend.md
+#   "Recursion", and the ~30 instructions are back);
 # - at the single- and multi-instruction mid-function sites, callopt: at
 #   most 0.6x the stock jump optprobe, and no more than the jump optprobe
 #   of our own kernel (debug.kprobes-callopt=0) at the same site;
@@ -71,7 +74,7 @@ at_most() { # VALUE LIMIT-TIMES-10 OF WHAT
 		fail "$4: $1 instructions per hit, more than 0.$2 x $3"
 	note "$4: $1 <= 0.$2 x $3 ($(awk -v a="$1" -v b="$3" 'BEGIN { printf "%.3f", a / b }')x)"
 }
-at_most "${c[ours:ftrace-entry]}" 6 "${c[stock:ftrace-entry]}" "entry, ours vs stock kprobe-on-ftrace"
+at_most "${c[ours:ftrace-entry]}" 7 "${c[stock:ftrace-entry]}" "entry, ours vs stock kprobe-on-ftrace"
 at_most "${c[ours:callopt-single]}" 6 "${c[stock:jmp-single]}" "single-insn site, callopt vs stock jmp optprobe"
 at_most "${c[ours:callopt-multi]}" 6 "${c[stock:jmp-multi]}" "multi-insn site, callopt vs stock jmp optprobe"
 [ "${c[ours:callopt-single]}" -le "${c[ours:jmp-single]}" ] ||
