@@ -149,8 +149,18 @@ run: all
 # the test, naming the target). The host tests named test_stock_* need the
 # unpatched kernel: they run in check-stock, which builds it first, not in
 # check (the stock build alone takes over half an hour on 2 cores).
+# The suite: the in-VM tests in two VMs at once, then the host tests
+# (selftests/check). Stock comparisons (check-stock), upstream's suites
+# (check-upstream), the configuration matrix (check-configs) and the full
+# sweep (sweep) have targets of their own.
 check: all bench-tool
-	@selftests/run -x test_stock_
+	@selftests/check -x test_stock_,test_ftracetest_
+
+# Upstream's own kprobe suites on our kernel: ftracetest's kprobe and
+# dynevent directories, and the kprobes KUnit suite.
+.PHONY: check-upstream
+check-upstream: all
+	@selftests/run --vm-dir selftests/vm -k test_ftracetest_,test_kunit_
 
 check-stock: all kernel-stock bench-tool
 	@selftests/run -k test_stock_
