@@ -833,7 +833,8 @@ static void usage_explain(FILE *f)
 "blacklist, ftrace sites and the optimization knobs from debugfs, tracefs\n"
 "and sysctl. Needs root.\n"
 "\n"
-"  -k, --vmlinux FILE  the kernel image (default: the first of vmlinux and\n"
+"  -k, --vmlinux FILE  the kernel image (default: the first of vmlinux,\n"
+"                      vmlinux-NAME for a release ending in -kpx-NAME and\n"
 "                      vmlinux-debug next to kpctl, /boot/vmlinux-$(uname -r)\n"
 "                      and /usr/lib/debug/boot/vmlinux-$(uname -r) whose build\n"
 "                      id matches the running kernel)\n"
@@ -913,13 +914,15 @@ static void candidate(char (*c)[PATH_MAX], int *n, const char *fmt, const char *
 }
 
 /*
- * --vmlinux, or the first of vmlinux and vmlinux-debug next to kpctl,
- * /boot/vmlinux-RELEASE and /usr/lib/debug/boot/vmlinux-RELEASE whose build
- * id matches the running kernel (else the first that opens).
+ * --vmlinux, or the first of vmlinux, vmlinux-NAME (release ...-kpx-NAME)
+ * and vmlinux-debug next to kpctl, /boot/vmlinux-RELEASE and
+ * /usr/lib/debug/boot/vmlinux-RELEASE whose build id matches the running
+ * kernel (else the first that opens).
  */
 static int open_vmlinux(struct vmlinux *vm, const char *path)
 {
-	char c[4][PATH_MAX], self[PATH_MAX - 64], rel[128] = "";
+	char c[5][PATH_MAX], self[PATH_MAX - 64], rel[128] = "";
+	const char *flavour;
 	FILE *f = fopen("/proc/sys/kernel/osrelease", "r");
 	int n = 0, first = -1, err = -ENOENT;
 	ssize_t len;
@@ -938,6 +941,14 @@ static int open_vmlinux(struct vmlinux *vm, const char *path)
 		candidate(c, &n, "%s", path);
 	} else {
 		candidate(c, &n, "%s/vmlinux", self);
+		/* The project's flavours: release ...-kpx-NAME, image vmlinux-NAME */
+		flavour = strstr(rel, "-kpx-");
+		if (flavour && strcmp(flavour + 5, "debug")) {
+			char alt[PATH_MAX];
+
+			snprintf(alt, sizeof(alt), "%s/vmlinux-%s", self, flavour + 5);
+			candidate(c, &n, "%s", alt);
+		}
 		candidate(c, &n, "%s/vmlinux-debug", self);
 		candidate(c, &n, "/boot/vmlinux-%s", rel);
 		candidate(c, &n, "/usr/lib/debug/boot/vmlinux-%s", rel);
