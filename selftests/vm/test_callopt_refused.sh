@@ -9,7 +9,10 @@
 #    %gs-relative per-CPU data and callopt raises it);
 #  - REP string instructions (unbounded time with preemption disabled);
 #  - instructions that move the stack pointer, single and in a region (the
-#    ORC frame at the end differs from the one at the site).
+#    ORC frame at the end differs from the one at the site);
+#  - regions that end in a RET (the kernel patched "jmp __x86_return_thunk"
+#    to "ret; int3..."): the RET would leave the buffer with preemption
+#    disabled, and every hit would leak a preempt count.
 # Then all of them at once, with the controls, under a workload.
 . "$(dirname "$0")/../lib.sh"
 CS=$BUILD/callopt-sites$SFX.env
@@ -45,7 +48,7 @@ log_since_marker | grep -q "huh, entered softirq" &&
 # each control is.
 usable=()
 controls=()
-for cls in GS_SINGLE GS_MULTI REP FRAME_SINGLE FRAME_MULTI; do
+for cls in GS_SINGLE GS_MULTI REP FRAME_SINGLE FRAME_MULTI RET; do
 	eval "cands=\$RE_$cls ctl=\$CONTROL_$cls"
 	n=0
 	for s in $cands; do
