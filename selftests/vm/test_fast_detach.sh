@@ -3,7 +3,7 @@
 # stock detach path in the same boot:
 #  - one link at a time, 200 attach/detach cycles with nothing else running,
 #    at the function's entry (ftrace) and at a call-optimized site: detach
-#    p99 <= 1 ms, and far below stock's;
+#    p99 and p50 at most 1/20 of stock's p50 (TCG wall time: a ratio);
 #  - 1000 links at 1000 distinct functions: detaching all of them takes
 #    <= 1 s, no program runs after its detach returned plus one RCU grace
 #    period (late runs, with a negative control in test_kpctl_links), and
@@ -39,23 +39,20 @@ for site in "$F" "$F+$GETPGID_SINGLE"; do
 	note "$site stock: $(jq -c .detach_ms <<< "$stock")"
 	check_stress "$stock" "$site" $mech stock
 	echo 1 > $FAST
-	# The absolute limits are for the normal flavour; the debug kernel
-	# (lockdep, debug objects, ...) is several times slower per call and
-	# only has to keep the ratio to stock.
+	# TCG wall time, so a ratio against stock in the same boot (absolute
+	# figures depend on the host's load: another QEMU, a build): the fast
+	# p99 must be at most 1/20 of stock's p50 (stock waits for grace
+	# periods, tens of ms here; fast detach about 0.2 ms on a quiet host).
+	s50=$(json_num "$stock" .detach_ms.p50)
 	for try in 1 2 3; do
 		fast=$(stress_detach "$site")
 		note "$site fast, try $try: $(jq -c .detach_ms <<< "$fast")"
 		check_stress "$fast" "$site" $mech "fast, try $try"
 		p99=$(json_num "$fast" .detach_ms.p99)
-		if [ -n "$SFX" ]; then
-			note "$SFX flavour: no absolute p99 limit"
-			break
-		fi
-		awk -v p="$p99" 'BEGIN { exit !(p <= 1) }' && break
-		[ "$try" = 3 ] && fail "$site: detach p99 $p99 ms > 1 ms in 3 tries"
+		awk -v p="$p99" -v s="$s50" 'BEGIN { exit !(p * 20 <= s) }' && break
+		[ "$try" = 3 ] && fail "$site: detach p99 $p99 ms x 20 > stock p50 $s50 ms in 3 tries"
 	done
 	# Stock waits for grace periods: tens of ms here. At least 20x slower.
-	s50=$(json_num "$stock" .detach_ms.p50)
 	f50=$(json_num "$fast" .detach_ms.p50)
 	assert_num "$(awk -v f="$f50" 'BEGIN { print f * 20 }')" '<=' "$s50" \
 		"$site: fast p50 $f50 ms x 20 vs stock p50 $s50 ms"
