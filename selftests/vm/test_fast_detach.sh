@@ -52,10 +52,8 @@ for site in "$F" "$F+$GETPGID_SINGLE"; do
 		awk -v p="$p99" -v s="$s50" 'BEGIN { exit !(p * 20 <= s) }' && break
 		[ "$try" = 3 ] && fail "$site: detach p99 $p99 ms x 20 > stock p50 $s50 ms in 3 tries"
 	done
-	# Stock waits for grace periods: tens of ms here. At least 20x slower.
+	# (The p99 limit above implies the same for p50.)
 	f50=$(json_num "$fast" .detach_ms.p50)
-	assert_num "$(awk -v f="$f50" 'BEGIN { print f * 20 }')" '<=' "$s50" \
-		"$site: fast p50 $f50 ms x 20 vs stock p50 $s50 ms"
 	note "$site: detach p50 ratio stock/fast $(jq -n --argjson s "$s50" --argjson f "$f50" \
 		'if $f > 0 then $s / $f | floor else "inf" end')"
 done
