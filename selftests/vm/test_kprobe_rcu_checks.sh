@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Kprobes on the RCU lockdep helpers that the kprobe hit paths call before
+# they can tell a recursive hit: every instruction boundary of
+# rcu_read_lock_any_held(), rcu_is_watching(),
+# rcu_lockdep_current_cpu_online() and rcu_read_lock_sched_held() that this
+# kernel has (RCU_CHECK_SITES of scripts/callopt-sites).
+#
+# With PROVE_RCU_LIST, get_kprobe() checks its list walk with
+# rcu_read_lock_any_held() (which calls the other two), and the int3
+# handler calls get_kprobe() first: a kprobe there recursed until the stack
+# overflowed (the debug sweep's "stack-protector: Kernel stack is
+# corrupted", with the preempt count near overflow). callopt_handler()'s
+# walk of its table called rcu_read_lock_sched_held() the same way. Each
+# site must now be refused (the three are in the kprobe blacklist on a
+# lockdep kernel) or work: attached, armed while the system runs, and the
+# kernel log clean. On a kernel without lockdep only rcu_is_watching()
+# exists, and it must work.
+. "$(dirname "$0")/../lib.sh"
+CS=$BUILD/callopt-sites$SFX.env
+[ -r "$CS" ] || fail "$CS missing (make all)"
+. "$CS"
+[ -n "${RCU_CHECK_SITES:-}" ] || fail "no RCU_CHECK_SITES in $CS"
+BL=/sys/kernel/debug/kprobes/blacklist
+[ -r $BL ] || fail "no $BL"
+marker="kpx-rcu-checks-$$-$RANDOM"
+echo "$marker" > /dev/kmsg
+
+lockdep=0
+grep -q ' rcu_read_lock_any_held$' /proc/kallsyms && lockdep=1
+blacklisted() { awk -v f="$1" '$2 == f { found = 1 } END { exit !found }' $BL; }
+
+refused=0 kept=()
+for s in $RCU_CHECK_SITES; do
+	f=${s%%+*}
+	if blacklisted "$f"; then
+		# Refused: attach fails, and leaves no probe behind.
+		if out=$("$KPCTL" -j attach "$s" 2>&1); then
+			fail "$s: attached although $f is in the kprobe blacklist: $out"
+		fi
+		refused=$((refused + 1))
+	else
+		kept+=("$s")
+	fi
+done
+note "$refused sites refused (blacklisted), ${#kept[@]} to attach"
+
+# The others all at once, armed for a while (optimized where they can be)
+# while the system runs, with getpgid triggers (the hits of this process
+# are counted; the functions run everywhere).
+if [ ${#kept[@]} -gt 0 ]; then
+	out=$("$KPCTL" -j attach --wait-opt 20 --trigger 2000 --duration 3 "${kept[@]}") ||
+		fail "attach ${kept[*]}: $out"
+	n=$(jq '.probes | length' <<< "$out")
+	assert_eq "$n" "${#kept[@]}" "probes attached"
+	note "mechanisms: $(jq -r '[.probes[].mechanism] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' <<< "$out")"
+	for f in $(printf '%s\n' "${kept[@]}" | sed 's/+.*//' | sort -u); do
+		h=$(jq --arg f "$f" '[.probes[] | select(.func == $f) | .hits] | add' <<< "$out")
+		note "$f: $h hits of this process"
+	done
+fi
+
+if [ $lockdep = 1 ]; then
+	for f in rcu_read_lock_any_held rcu_is_watching; do
+		blacklisted $f || fail "$f is not in the kprobe blacklist: a kprobe there recurses in get_kprobe()"
+	done
+	if grep -q ' rcu_lockdep_current_cpu_online$' /proc/kallsyms; then
+		blacklisted rcu_lockdep_current_cpu_online ||
+			fail "rcu_lockdep_current_cpu_online is not in the kprobe blacklist"
+	fi
+	blacklisted rcu_read_lock_sched_held &&
+		fail "rcu_read_lock_sched_held is blacklisted: callopt_handler() must not need that"
+	printf '%s\n' "${kept[@]}" | grep -q '^rcu_read_lock_sched_held+' ||
+		fail "no rcu_read_lock_sched_held site attached"
+else
+	blacklisted rcu_is_watching && fail "rcu_is_watching is blacklisted without lockdep"
+	[ ${#kept[@]} -gt 0 ] || fail "no rcu_is_watching site attached"
+fi
+[ -z "$(grep -v '^$' /sys/kernel/debug/kprobes/list 2>/dev/null)" ] ||
+	fail "kprobes left behind: $(head -3 /sys/kernel/debug/kprobes/list)"
+dmesg | sed -n "/$marker/,\$p" | grep -E 'BUG|WARNING|stack-protector|preempt_count' &&
+	fail "the kernel complained"
+echo ok
