@@ -112,12 +112,14 @@ EV=/sys/kernel/tracing/events/preemptirq
 if [ -d $EV/preempt_enable ]; then
 	. "$SITES"
 	# caller_offs is the caller's address minus _stext; a function's range
-	# ends at the next symbol in /proc/kallsyms.
+	# ends at the next symbol in /proc/kallsyms. Only the low 32 bits of
+	# the addresses: awk's numbers are doubles, which round a 64-bit
+	# kernel address to a multiple of 2048 (kernel text is within 4 GiB).
 	range() {
 		sort /proc/kallsyms | awk -v f="$1" '
-			$3 == "_stext" { st = strtonum("0x" $1) }
-			found && !end { end = strtonum("0x" $1) }
-			$3 == f { found = strtonum("0x" $1) }
+			$3 == "_stext" { st = strtonum("0x" substr($1, 9)) }
+			found && !end { end = strtonum("0x" substr($1, 9)) }
+			$3 == f { found = strtonum("0x" substr($1, 9)) }
 			END { if (found && end) printf "caller_offs >= %d && caller_offs < %d\n", found - st, end - st }'
 	}
 	dis=$(range callopt_handler)
