@@ -12,8 +12,8 @@
 F=rcu_read_lock_any_held
 grep -qw "$F" /proc/kallsyms ||
 	skip "no $F in this kernel (it needs lockdep's RCU checks: the debug flavour)"
-# Patch 0003 puts it in the kprobe blacklist: a kprobe in its body (int3)
-# recursed through get_kprobe() before the int3 handler could tell, and
+# Patch 0003 puts it in the kprobe blacklist: an optimized kprobe in its
+# body recursed through kprobes_inc_nmissed_count()'s list walk, and
 # nothing that kprobe_ftrace_handler() calls before kprobe_running() can
 # be probed any more. Then it must be refused, and leave nothing behind.
 if cut -f2 /sys/kernel/debug/kprobes/blacklist | grep -qxF "$F"; then

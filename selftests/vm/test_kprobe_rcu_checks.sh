@@ -5,12 +5,15 @@
 # rcu_lockdep_current_cpu_online() and rcu_read_lock_sched_held() that this
 # kernel has (RCU_CHECK_SITES of scripts/callopt-sites).
 #
-# With PROVE_RCU_LIST, get_kprobe() checks its list walk with
-# rcu_read_lock_any_held() (which calls the other two), and the int3
-# handler calls get_kprobe() first: a kprobe there recursed until the stack
-# overflowed (the debug sweep's "stack-protector: Kernel stack is
-# corrupted", with the preempt count near overflow). callopt_handler()'s
-# walk of its table called rcu_read_lock_sched_held() the same way. Each
+# With PROVE_RCU_LIST, every RCU list walk checks its caller with
+# rcu_read_lock_any_held() (which calls the other two). A nested hit of an
+# optimized probe (jmpopt or callopt) counts itself missed with
+# kprobes_inc_nmissed_count(), which walks such a list: a kprobe on them
+# recursed until the stack overflowed (the debug sweep's "stack-protector:
+# Kernel stack is corrupted", with the preempt count near overflow; arm64's
+# get_kprobe() makes the same check before it can tell recursion).
+# callopt_handler()'s walk of its table called rcu_read_lock_sched_held()
+# before kprobe_running(). Each
 # site must now be refused (the three are in the kprobe blacklist on a
 # lockdep kernel) or work: attached, armed while the system runs, and the
 # kernel log clean. On a kernel without lockdep only rcu_is_watching()
@@ -67,7 +70,7 @@ fi
 
 if [ $lockdep = 1 ]; then
 	for f in rcu_read_lock_any_held rcu_is_watching; do
-		blacklisted $f || fail "$f is not in the kprobe blacklist: a kprobe there recurses in get_kprobe()"
+		blacklisted $f || fail "$f is not in the kprobe blacklist: a kprobe there recurses (kprobes_inc_nmissed_count)"
 	done
 	if grep -q ' rcu_lockdep_current_cpu_online$' /proc/kallsyms; then
 		blacklisted rcu_lockdep_current_cpu_online ||
