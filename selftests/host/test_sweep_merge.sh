@@ -68,4 +68,17 @@ assert_rc 0 "$MERGE" "$t/m5" "$t/a" "$t/f"
 assert_rc 1 "$REPORT" "$t/m5" --quiet
 assert_eq "$(jq '.clean' "$t/m5/summary.json")" false "clean with a failed site"
 assert_match "$(head -n3 "$t/m5/summary.md")" $'\nNOT CLEAN' "failed site in the summary"
-echo "sweep-merge: merged 2 parts; refused a missing site, a duplicate and mixed flavours"
+# make sweep-stock-compare: passes on a clean normal sweep beside a stock
+# sweep that crashed (stock's own bugs); fails when ours failed a site.
+part n1 normal 1 attached 1 2 3
+part n2 normal 2 attached 4 5
+assert_rc 0 "$MERGE" "$t/normal" "$t/n1" "$t/n2"
+part s2 stock 2 crashed 4 5
+assert_rc 0 "$MERGE" "$t/stock" "$t/a" "$t/s2"
+assert_rc 0 make -s -C "$KPX_ROOT" sweep-stock-compare SWEEP_NORMAL="$t/normal" SWEEP_STOCK="$t/stock"
+assert_match "$out" "no site that stock survives fails on ours" "compare passes"
+part n3 normal 2 failed 4 5
+assert_rc 0 "$MERGE" "$t/normal2" "$t/n1" "$t/n3"
+assert_rc 2 make -s -C "$KPX_ROOT" sweep-stock-compare SWEEP_NORMAL="$t/normal2" SWEEP_STOCK="$t/m"
+assert_match "$out" "not clean" "compare fails on a site ours failed"
+echo "sweep-merge: merged 2 parts; refused a missing site, a duplicate and mixed flavours; sweep-stock-compare passed and failed as it must"
