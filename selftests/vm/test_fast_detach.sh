@@ -3,7 +3,8 @@
 # stock detach path in the same boot:
 #  - one link at a time, 200 attach/detach cycles with nothing else running,
 #    at the function's entry (ftrace) and at a call-optimized site: detach
-#    p99 and p50 at most 1/20 of stock's p50 (TCG wall time: a ratio);
+#    p99 and p50 at most 1/20 of stock's p50 (TCG wall time: a ratio;
+#    1/5 on the debug flavour, see RATIO);
 #  - 1000 links at 1000 distinct functions: detaching all of them takes
 #    <= 1 s, no program runs after its detach returned plus one RCU grace
 #    period (late runs, with a negative control in test_kpctl_links), and
@@ -20,6 +21,16 @@ F=$GETPGID_FUNC
 FAST=/proc/sys/debug/kprobes-fast-detach
 [ -w "$FAST" ] || fail "no $FAST: the kernel lacks the fast-detach patch"
 trap 'echo 1 > $FAST' EXIT
+# How many times faster than stock a fast detach must be. Stock's detach
+# waits for grace periods (80 to 120 ms here on either flavour); a fast one
+# takes about 0.2 ms on the normal kernel, but on the debug flavour
+# lockdep, kmemleak and the debug checks of every ftrace update and perf
+# teardown bring it to 1 to 8 ms (a 13x ratio for 200 links measured with
+# one other VM on the host). 5x there still shows what the test is for: a
+# detach that waited for a grace period would take at least one, a ratio
+# of 1 or less.
+RATIO=20
+[ "$SFX" != -debug ] || RATIO=5
 
 stress_detach() { # SITE -> JSON of kpctl stress (200 cycles, no workers)
 	"$KPCTL" -j stress -n 200 -k 10 -W 0 -s "$1" ||
@@ -41,16 +52,15 @@ for site in "$F" "$F+$GETPGID_SINGLE"; do
 	echo 1 > $FAST
 	# TCG wall time, so a ratio against stock in the same boot (absolute
 	# figures depend on the host's load: another QEMU, a build): the fast
-	# p99 must be at most 1/20 of stock's p50 (stock waits for grace
-	# periods, tens of ms here; fast detach about 0.2 ms on a quiet host).
+	# p99 must be at most 1/RATIO of stock's p50.
 	s50=$(json_num "$stock" .detach_ms.p50)
 	for try in 1 2 3; do
 		fast=$(stress_detach "$site")
 		note "$site fast, try $try: $(jq -c .detach_ms <<< "$fast")"
 		check_stress "$fast" "$site" $mech "fast, try $try"
 		p99=$(json_num "$fast" .detach_ms.p99)
-		awk -v p="$p99" -v s="$s50" 'BEGIN { exit !(p * 20 <= s) }' && break
-		[ "$try" = 3 ] && fail "$site: detach p99 $p99 ms x 20 > stock p50 $s50 ms in 3 tries"
+		awk -v p="$p99" -v s="$s50" -v r=$RATIO 'BEGIN { exit !(p * r <= s) }' && break
+		[ "$try" = 3 ] && fail "$site: detach p99 $p99 ms x $RATIO > stock p50 $s50 ms in 3 tries"
 	done
 	# (The p99 limit above implies the same for p50.)
 	f50=$(json_num "$fast" .detach_ms.p50)
@@ -78,8 +88,8 @@ note "200 links stock: $(jq -c '{attach_ms, detach_ms}' <<< "$stock")"
 note "200 links fast:  $(jq -c '{attach_ms, detach_ms}' <<< "$fast")"
 s_total=$(json_num "$stock" .detach_ms.total)
 f_total=$(json_num "$fast" .detach_ms.total)
-assert_num "$(awk -v f="$f_total" 'BEGIN { print f * 20 }')" '<=' "$s_total" \
-	"200 links: fast detach $f_total ms x 20 vs stock $s_total ms"
+assert_num "$(awk -v f="$f_total" -v r=$RATIO 'BEGIN { print f * r }')" '<=' "$s_total" \
+	"200 links: fast detach $f_total ms x $RATIO vs stock $s_total ms"
 assert_eq "$(json_int "$stock" .late_runs)" 0 "stock late runs"
 assert_eq "$(json_int "$fast" .late_runs)" 0 "fast late runs"
 assert_no_kprobes
