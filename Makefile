@@ -62,7 +62,7 @@ kernel-export:
 
 # The unpatched kernel, same source and config (build/bzImage-stock; for
 # the host tests test_stock_*: make check-stock).
-.PHONY: kernel-stock sweep-stock-compare
+.PHONY: kernel-stock
 kernel-stock: deps
 	@scripts/kernel-stock
 
@@ -262,6 +262,7 @@ sweep-stock: sweep-tool
 # The pass/fail of sweep-stock, on sweeps already taken.
 SWEEP_NORMAL ?= $(BUILD)/sweep/normal
 SWEEP_STOCK ?= $(BUILD)/sweep/stock
+.PHONY: sweep-stock-compare
 sweep-stock-compare:
 	@scripts/sweep-report $(SWEEP_NORMAL) --compare $(SWEEP_STOCK) --quiet || \
 		{ echo "sweep-stock: the normal sweep is not clean" >&2; exit 1; }; \
