@@ -25,8 +25,8 @@ trap 'echo 1 > $FAST' EXIT
 # waits for grace periods (80 to 120 ms here on either flavour); a fast one
 # takes about 0.2 ms on the normal kernel, but on the debug flavour
 # lockdep, kmemleak and the debug checks of every ftrace update and perf
-# teardown bring it to 1 to 8 ms (200 links: 17.4x alone on the host,
-# 13x with one other VM). 5x there still shows what the test is for: a
+# teardown bring it to 1 to 8 ms (200 links: 17.4x and 23x in two runs
+# alone on the host, 13x with one other VM). 5x there still shows what the test is for: a
 # detach that waited for a grace period would take at least one, a ratio
 # of 1 or less.
 RATIO=20
