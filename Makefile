@@ -156,11 +156,16 @@ run: all
 check: all bench-tool
 	@selftests/check -x test_stock_,test_ftracetest_
 
-# Upstream's own kprobe suites on our kernel: ftracetest's kprobe and
-# dynevent directories, and the kprobes KUnit suite.
+# Upstream's kprobe-related suites on the stock kernel and on ours, compared
+# per test (scripts/check-upstream): test_progs (selftests/upstream/tests,
+# with the series' own kprobe_mechanism), ftracetest's kprobe and dynevent
+# directories, the kprobes KUnit suite. Two kernels with the BPF selftests'
+# config, two test_progs builds, two VM boots: long, so not part of make
+# check. The summary goes to build/upstream/summary.md and docs/upstream.md.
+# STEPS=... runs some steps only (see the script).
 .PHONY: check-upstream
-check-upstream: all
-	@selftests/run --vm-dir selftests/vm -k test_ftracetest_,test_kunit_
+check-upstream: kernel-src
+	@scripts/check-upstream $(STEPS)
 
 check-stock: all kernel-stock bench-tool
 	@selftests/run -k test_stock_
