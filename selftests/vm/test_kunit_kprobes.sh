@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Upstream's kprobes KUnit suite (CONFIG_KPROBES_SANITY_TEST) passes on our
-# kernel, with call optimization on (as it is by default).
+# Upstream's kprobes KUnit suite (CONFIG_KPROBES_SANITY_TEST), with the
+# series' callopt cases (patch 0023), passes on our kernel, with call
+# optimization on (as it is by default).
 . "$(dirname "$0")/../lib.sh"
 ko=$KOBJ/lib/test_kprobes.ko
 [ -f "$ko" ] || fail "$ko missing (CONFIG_KPROBES_SANITY_TEST=m)"
