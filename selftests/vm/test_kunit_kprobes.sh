@@ -17,3 +17,16 @@ assert_match "$summary" 'fail:0 ' "KUnit failures"
 assert_match "$summary" 'pass:[1-9]' "KUnit passes"
 grep -qE '^ *ok [0-9]+ kprobes_test' <<< "$log" || grep -qE 'ok [0-9]+ kprobes_test' <<< "$log" ||
 	fail "kprobes_test not ok"
+# On a kernel with callopt (the knob exists), the series' four cases must
+# each have run and passed: a case that skipped, or that this kernel's
+# module does not have, fails here (fail:0 above counts neither).
+[ -e /proc/sys/debug/kprobes-callopt ] || exit 0
+for c in test_callopt_single test_callopt_multi test_callopt_unregister_while_hit \
+	test_callopt_knob_off; do
+	line=$(grep -E "(^|[] ])(not )?ok [0-9]+ $c( |$)" <<< "$log" | tail -n1)
+	[ -n "$line" ] || fail "KUnit case $c did not run"
+	case $line in
+	*"not ok"*|*SKIP*|*skip*) fail "KUnit case $c: ${line#*] }" ;;
+	esac
+done
+note "the 4 callopt cases ran and passed"
