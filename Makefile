@@ -179,10 +179,17 @@ check-debug: all kernel-debug modules-debug $(BUILD)/sites-debug.env $(BUILD)/ca
 # Several kernel builds and VM boots; results in build/check-configs/
 # (one row per step, kept across runs) and in docs/configs.md, which gets
 # the table even when a step failed. CONFIGS=STEP... runs some steps only.
+# CONFIG_TESTS=NAME,... runs only those in-VM tests, for a change that only
+# they exercise: a table of its own (build/check-configs/tests-NAME-...,
+# and the check-configs-tests block of docs/configs.md).
+comma := ,
+CONFIG_TESTS_DIR = $(BUILD)/check-configs/tests-$(subst $(comma),-,$(CONFIG_TESTS))
 .PHONY: check-configs
 check-configs: all
-	@rc=0; scripts/check-configs $(CONFIGS) || rc=$$?; \
-		scripts/update-doc-block docs/configs.md check-configs $(BUILD)/check-configs/results.md; \
+	@rc=0; scripts/check-configs $(if $(CONFIG_TESTS),--tests $(CONFIG_TESTS)) $(CONFIGS) || rc=$$?; \
+		$(if $(CONFIG_TESTS), \
+		scripts/update-doc-block docs/configs.md check-configs-tests $(CONFIG_TESTS_DIR)/results.md;, \
+		scripts/update-doc-block docs/configs.md check-configs $(BUILD)/check-configs/results.md;) \
 		exit $$rc
 
 # The stress test alone, longer (SOAK_MINUTES, default 30), with a summary.
