@@ -26,7 +26,7 @@ for c in test_callopt_single test_callopt_multi test_callopt_unregister_while_hi
 	line=$(grep -E "(^|[] ])(not )?ok [0-9]+ $c( |$)" <<< "$log" | tail -n1)
 	[ -n "$line" ] || fail "KUnit case $c did not run"
 	case $line in
-	*"not ok"*|*SKIP*|*skip*) fail "KUnit case $c: ${line#*] }" ;;
+	*"not ok"*|*SKIP*|*skip*) fail "KUnit case $c: $(sed 's/^\[[^]]*\] *//' <<< "$line")" ;;
 	esac
 done
 note "the 4 callopt cases ran and passed"
