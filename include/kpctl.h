@@ -11,14 +11,8 @@ struct kpctl_count {
 	__u64 ctrl_hits;	/* hits of the controller thread (stress) */
 };
 
-/* kpctl_read_text: copy @len bytes of kernel text at @addr into text_buf. */
+/* kpctl_read_text (bpf/kpx_text.h): up to this many bytes of kernel text. */
 #define KPCTL_TEXT_MAX 65536
-
-struct kpctl_text_args {
-	__u64 addr;
-	__u32 len;
-	__s32 ret;		/* bpf_probe_read_kernel()'s return value */
-};
 
 /* kpctl_regs: the pt_regs a kprobe handler saw, as 21 raw words in the
  * order of the kernel's struct pt_regs. */

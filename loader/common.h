@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <bpf/libbpf.h>
 #include "kpctl.h"
+#include "kpx.h"
 
 #define KPROBES_LIST		"/sys/kernel/debug/kprobes/list"
 #define KPROBES_BLACKLIST	"/sys/kernel/debug/kprobes/blacklist"

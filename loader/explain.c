@@ -54,21 +54,10 @@ static struct kpctl_bpf *text_skel;
 /* Reads kernel text with the kpctl_read_text program (BPF_PROG_RUN). */
 static int read_live_text(unsigned long long addr, void *buf, size_t len)
 {
-	struct kpctl_text_args args = { .addr = addr, .len = len };
-	LIBBPF_OPTS(bpf_test_run_opts, opts,
-		.ctx_in = &args,
-		.ctx_size_in = sizeof(args));	/* copied back in place */
-	int err;
-
-	if (!text_skel || len > KPCTL_TEXT_MAX)
+	if (!text_skel)
 		return -EINVAL;
-	err = bpf_prog_test_run_opts(bpf_program__fd(text_skel->progs.kpctl_read_text), &opts);
-	if (err)
-		return err;
-	if (args.ret)
-		return args.ret;
-	memcpy(buf, text_skel->bss->text_buf, len);
-	return 0;
+	return kpx_read_text(bpf_program__fd(text_skel->progs.kpctl_read_text),
+			     text_skel->bss->text_buf, KPCTL_TEXT_MAX, addr, buf, len);
 }
 
 static bool has_endbr(const struct kfunc *f)

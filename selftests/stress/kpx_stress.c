@@ -31,16 +31,14 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "kpx.h"
 #include "kpx_stress.skel.h"
 
 #define MAX_SITES	8
 #define MAX_SLOTS	8192
-#define KPROBES_LIST	"/sys/kernel/debug/kprobes/list"
 
-enum mech { M_FTRACE, M_CALLOPT, M_OPTIMIZED, M_INT3, M_OTHER, M_NR };
-static const char * const mech_names[M_NR] = {
-	"ftrace", "callopt", "optimized", "int3", "other",
-};
+/* Counted per site: ftrace, callopt, jmpopt, int3 (libkpx's names) and other. */
+enum { M_OTHER = KPX_MECH_INT3 + 1, M_NR };
 
 struct site {
 	const char *spec;
@@ -55,14 +53,6 @@ static int nsites;
 static atomic_bool worker_run;
 static atomic_int worker_tid;
 static unsigned long long worker_calls;
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static int parse_site(const char *spec, struct site *s)
 {
@@ -84,30 +74,20 @@ static int parse_site(const char *spec, struct site *s)
 	return 0;
 }
 
-static enum mech mechanism_at(unsigned long long addr)
+/* The mechanism of the kprobe at @addr, from the debugfs kprobes list. */
+static int mechanism_at(unsigned long long addr)
 {
-	char line[512];
-	unsigned long long a;
-	enum mech m = M_OTHER;
-	FILE *f = fopen(KPROBES_LIST, "r");
+	static struct kpx_kprobes list;
+	const struct kpx_kprobe *e;
+	enum kpx_mech m;
 
-	if (!f)
+	if (kpx_kprobes_read(&list))
 		return M_OTHER;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx", &a) != 1 || a != addr)
-			continue;
-		if (strstr(line, "[FTRACE]"))
-			m = M_FTRACE;
-		else if (strstr(line, "[CALLOPT]"))
-			m = M_CALLOPT;
-		else if (strstr(line, "[OPTIMIZED]"))
-			m = M_OPTIMIZED;
-		else if (!strchr(line, '['))
-			m = M_INT3;
-		break;
-	}
-	fclose(f);
-	return m;
+	e = kpx_kprobes_find(&list, addr, 0);
+	if (!e)
+		return M_OTHER;
+	m = kpx_mech_from_name(kpx_debugfs_mech_name(e->flags));
+	return m <= KPX_MECH_INT3 ? (int)m : M_OTHER;
 }
 
 static unsigned long long link_addr(struct bpf_link *link)
@@ -142,13 +122,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -178,6 +151,8 @@ int main(int argc, char **argv)
 	int c, ret = 1;
 	pthread_t wthread;
 	double *lat, t0;
+	struct kpx_pct pct;
+	struct kpx_json w;
 
 	while ((c = getopt_long(argc, argv, "c:u:w:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -261,9 +236,9 @@ int main(int argc, char **argv)
 		}
 		usleep(hold);
 		s->seen[mechanism_at(link_addr(link))]++;
-		t0 = now_ms();
+		t0 = kpx_now_ms();
 		bpf_link__destroy(link);
-		lat[i] = now_ms() - t0;
+		lat[i] = kpx_now_ms() - t0;
 		/* One RCU grace period after the detach returned. */
 		syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
 		before = slot_hits(skel, slot);
@@ -300,30 +275,44 @@ int main(int argc, char **argv)
 	whits = skel->bss->worker_hits;
 	unchecked = skel->bss->unchecked;
 
-	qsort(lat, cycles, sizeof(*lat), cmp_double);
-	printf("{\"cycles\":%ld,\"hits\":%llu,\"mismatches\":%llu,\"late_runs\":%llu,"
-	       "\"unchecked\":%llu,", cycles, total, mism, late, unchecked);
-	printf("\"worker\":{\"site\":\"%s\",\"calls\":%llu,\"hits\":%llu,"
-	       "\"kprobe_missed\":%llu},\"prog_recursion_misses\":%llu,",
-	       worker_spec ? worker_spec : "", worker_spec ? worker_calls : 0, whits,
-	       wkmissed, pmissed);
-	printf("\"detach_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f},\"sites\":[",
-	       lat[cycles / 2], lat[(cycles * 99) / 100], lat[cycles - 1]);
+	pct = kpx_percentiles(lat, cycles);
 	ret = (mism || late || unchecked || (worker_spec && whits != worker_calls)) ? 1 : 0;
+	jw_init(&w, stdout);
+	jw_start_object(&w);
+	jw_int_field(&w, "cycles", cycles);
+	jw_uint_field(&w, "hits", total);
+	jw_uint_field(&w, "mismatches", mism);
+	jw_uint_field(&w, "late_runs", late);
+	jw_uint_field(&w, "unchecked", unchecked);
+	jw_object_field(&w, "worker");
+	jw_string_field(&w, "site", worker_spec ? worker_spec : "");
+	jw_uint_field(&w, "calls", worker_spec ? worker_calls : 0);
+	jw_uint_field(&w, "hits", whits);
+	jw_uint_field(&w, "kprobe_missed", wkmissed);
+	jw_end_object(&w);
+	jw_uint_field(&w, "prog_recursion_misses", pmissed);
+	jw_object_field(&w, "detach_ms");
+	jw_float_field(&w, "p50", 3, pct.p50);
+	jw_float_field(&w, "p99", 3, pct.p99);
+	jw_float_field(&w, "max", 3, pct.max);
+	jw_end_object(&w);
+	jw_array_field(&w, "sites");
 	for (int s = 0; s < nsites; s++) {
-		printf("%s{\"site\":\"%s\",\"hits\":%llu,\"mechanisms\":{", s ? "," : "",
-		       sites[s].spec, sites[s].hits);
-		for (int m = 0, first = 1; m < M_NR; m++) {
-			if (!sites[s].seen[m])
-				continue;
-			printf("%s\"%s\":%u", first ? "" : ",", mech_names[m], sites[s].seen[m]);
-			first = 0;
-		}
-		printf("}}");
+		jw_start_object(&w);
+		jw_string_field(&w, "site", sites[s].spec);
+		jw_uint_field(&w, "hits", sites[s].hits);
+		jw_object_field(&w, "mechanisms");
+		for (int m = 0; m < M_NR; m++)
+			if (sites[s].seen[m])
+				jw_uint_field(&w, m == M_OTHER ? "other" : kpx_mech_name(m),
+					      sites[s].seen[m]);
+		jw_end_object(&w);
+		jw_end_object(&w);
 		if (!sites[s].hits)
 			ret = 1;
 	}
-	printf("]}\n");
+	jw_end_array(&w);
+	jw_end_object(&w);
 	goto out;
 
 out_worker:

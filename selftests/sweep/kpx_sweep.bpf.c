@@ -20,6 +20,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "kpx_sweep.h"
+#include "kpx_text.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -45,12 +46,7 @@ int sweep_probe(struct pt_regs *ctx)
 char text_buf[SWEEP_TEXT_MAX];
 
 SEC("syscall")
-int sweep_read_text(struct sweep_text_args *args)
+int sweep_read_text(struct kpx_text_args *args)
 {
-	__u32 len = args->len;
-
-	if (len > SWEEP_TEXT_MAX)
-		len = SWEEP_TEXT_MAX;
-	args->ret = bpf_probe_read_kernel(text_buf, len, (void *)args->addr);
-	return 0;
+	return kpx_bpf_read_text(args, text_buf, SWEEP_TEXT_MAX);
 }

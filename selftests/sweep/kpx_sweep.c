@@ -67,12 +67,11 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "kpx.h"
 #include "kpx_sweep.h"
 #include "kpx_sweep.skel.h"
 #include "workload.h"
 
-#define KPROBES_LIST	"/sys/kernel/debug/kprobes/list"
-#define KPROBES_BL	"/sys/kernel/debug/kprobes/blacklist"
 
 enum result { R_NONE, R_ATTACHED, R_REFUSED, R_FAILED };
 static const char * const result_names[] = { "none", "attached", "refused", "failed" };
@@ -98,7 +97,7 @@ struct site {
 	unsigned long long link_addr;
 	char mech_settle[16], mech[16];
 	const char *mech_source;
-	char flags[48];
+	char flags[64];
 	unsigned long long hits, missed;
 	double attach_ms;
 	int batch;
@@ -110,14 +109,6 @@ static struct kpx_sweep_bpf *skel;
 static bool verbose;
 static FILE *progress;
 static int kmsg_fd = -1;
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -142,7 +133,7 @@ static void mark(const char *fmt, ...)
 	if (n < 0)
 		return;
 	if (progress) {
-		fprintf(progress, "%.3f %s\n", now_ms() / 1e3, buf);
+		fprintf(progress, "%.3f %s\n", kpx_now_ms() / 1e3, buf);
 		fflush(progress);
 		fsync(fileno(progress));
 	}
@@ -246,7 +237,7 @@ static int nblacklist;
 static void read_blacklist(void)
 {
 	char line[512];
-	FILE *f = fopen(KPROBES_BL, "r");
+	FILE *f = fopen(KPX_KPROBES_BLACKLIST, "r");
 	int cap = 0;
 
 	if (!f)
@@ -277,111 +268,21 @@ static bool blacklisted(unsigned long long a)
 
 static int read_live_text(unsigned long long addr, unsigned char *buf, int len)
 {
-	struct sweep_text_args args = { .addr = addr, .len = len };
-	LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = &args, .ctx_size_in = sizeof(args));
-	int err;
-
-	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.sweep_read_text), &opts);
-	if (err)
-		return err;
-	if (args.ret)
-		return args.ret;
-	memcpy(buf, skel->bss->text_buf, len);
-	return 0;
+	return kpx_read_text(bpf_program__fd(skel->progs.sweep_read_text), skel->bss->text_buf,
+			     SWEEP_TEXT_MAX, addr, buf, len);
 }
 
-/* The debugfs kprobes list: address -> flags. */
-struct kp_entry {
-	unsigned long long addr;
-	char flags[48];
-};
-static struct kp_entry *kplist;
-static size_t nkplist, capkplist;
+/* The debugfs kprobes list (libkpx), read again for every batch. */
+static struct kpx_kprobes kplist;
 
-static int kp_cmp(const void *a, const void *b)
+static const struct kpx_kprobe *kp_find(unsigned long long addr)
 {
-	const struct kp_entry *x = a, *y = b;
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-static int read_kprobes_list(void)
-{
-	char line[512];
-	FILE *f = fopen(KPROBES_LIST, "r");
-
-	nkplist = 0;
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		struct kp_entry e = {};
-		char *fl;
-
-		if (sscanf(line, "%llx", &e.addr) != 1)
-			continue;
-		fl = strchr(line, '[');
-		snprintf(e.flags, sizeof(e.flags), "%s", fl ? fl : "");
-		e.flags[strcspn(e.flags, "\n")] = '\0';
-		if (nkplist == capkplist) {
-			capkplist = capkplist ? 2 * capkplist : 512;
-			kplist = realloc(kplist, capkplist * sizeof(*kplist));
-			if (!kplist)
-				return -1;
-		}
-		kplist[nkplist++] = e;
-	}
-	fclose(f);
-	qsort(kplist, nkplist, sizeof(*kplist), kp_cmp);
-	return 0;
-}
-
-static const struct kp_entry *kp_find(unsigned long long addr)
-{
-	struct kp_entry key = { .addr = addr };
-
-	return nkplist ? bsearch(&key, kplist, nkplist, sizeof(*kplist), kp_cmp) : NULL;
+	return kpx_kprobes_find(&kplist, addr, -1);
 }
 
 /* KPX_SWEEP_MECH_SOURCE=debugfs: ignore the link info's mechanism, as on a
  * kernel that does not report it (to try the stock path on ours). */
 static bool debugfs_only;
-
-static const char *debugfs_mech(const char *flags)
-{
-	if (strstr(flags, "[GONE]"))
-		return "gone";
-	if (strstr(flags, "[DISABLED]"))
-		return "disabled";
-	if (strstr(flags, "[FTRACE]"))
-		return "ftrace";
-	if (strstr(flags, "[CALLOPT]"))
-		return "callopt";
-	if (strstr(flags, "[OPTIMIZED]"))
-		return "jmpopt";
-	return "int3";
-}
-
-static const char *link_mech(__u32 m)
-{
-	switch (m) {
-	case BPF_KPROBE_MECH_UNSPEC:
-		return NULL;
-	case BPF_KPROBE_MECH_INT3:
-		return "int3";
-	case BPF_KPROBE_MECH_FTRACE:
-		return "ftrace";
-	case BPF_KPROBE_MECH_CALLOPT:
-		return "callopt";
-	case BPF_KPROBE_MECH_JMPOPT:
-		return "jmpopt";
-	case BPF_KPROBE_MECH_PENDING:
-		return "pending";
-	case BPF_KPROBE_MECH_DISABLED:
-		return "disabled";
-	default:
-		return "unknown";
-	}
-}
 
 /* Fills link_addr, missed and the link-info mechanism (NULL when the kernel
  * does not report one). */
@@ -397,7 +298,7 @@ static const char *link_info(struct site *s)
 		return "error";
 	s->link_addr = info.perf_event.kprobe.addr;
 	s->missed = info.perf_event.kprobe.missed;
-	return link_mech(info.perf_event.kprobe.mechanism);
+	return kpx_link_mech_name(info.perf_event.kprobe.mechanism);
 }
 
 /* The mechanism of every attached site of the batch, into @field. Returns
@@ -407,11 +308,11 @@ static int batch_mechanisms(int *idx, int n, bool settle, int *optimized)
 {
 	int pending = 0, reported = 0;
 
-	read_kprobes_list();
+	kpx_kprobes_read(&kplist);
 	*optimized = 0;
 	for (int k = 0; k < n; k++) {
 		struct site *s = &sites[idx[k]];
-		const struct kp_entry *e;
+		const struct kpx_kprobe *e;
 		const char *m;
 		char *field = settle ? s->mech_settle : s->mech;
 
@@ -426,7 +327,7 @@ static int batch_mechanisms(int *idx, int n, bool settle, int *optimized)
 			s->mech_source = "link_info";
 			reported++;
 		} else if (e) {
-			m = debugfs_mech(e->flags);
+			m = kpx_debugfs_mech_name(e->flags);
 			s->mech_source = "debugfs";
 		} else {
 			m = "unknown";
@@ -487,19 +388,19 @@ static void attach_site(struct site *s, int i)
 {
 	LIBBPF_OPTS(bpf_kprobe_opts, o, .offset = s->by_addr ? s->addr : s->off,
 		    .bpf_cookie = (__u64)i, .attach_mode = PROBE_ATTACH_MODE_LINK);
-	double t0 = now_ms();
+	double t0 = kpx_now_ms();
 
 	__atomic_store_n(&skel->bss->hits[i], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&skel->bss->last_ip[i], 0, __ATOMIC_RELAXED);
 	s->link = bpf_program__attach_kprobe_opts(skel->progs.sweep_probe,
 						  s->by_addr ? NULL : s->func, &o);
-	s->attach_ms = now_ms() - t0;
+	s->attach_ms = kpx_now_ms() - t0;
 	/* Which sites are armed, in order, in case the VM dies while attaching
 	 * (scripts/sweep tries the last ones first). No fsync: the run folder
 	 * is uncached 9p, every write reaches the host. */
 	if (progress) {
 		flockfile(progress);
-		fprintf(progress, "%.3f armed %d 0x%llx %s\n", now_ms() / 1e3, i, s->addr,
+		fprintf(progress, "%.3f armed %d 0x%llx %s\n", kpx_now_ms() / 1e3, i, s->addr,
 			s->link ? "ok" : "refused");
 		fflush_unlocked(progress);
 		funlockfile(progress);
@@ -588,7 +489,7 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 	 * the batches attached under load (--attach-load). */
 	loaded = o->attach_load > 0 && run % o->attach_load == 0;
 	wl_gate(wl, !loaded);
-	t0 = now_ms();
+	t0 = kpx_now_ms();
 	for (int k = 0; k < n; k++)
 		sites[idx[k]].batch = b;
 	if (n <= 8 || o->attach_threads <= 1) {
@@ -615,7 +516,7 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 	}
 	for (int k = 0; k < n; k++)
 		attached += sites[idx[k]].result == R_ATTACHED;
-	t1 = now_ms();
+	t1 = kpx_now_ms();
 	t->attach_ms += t1 - t0;
 	if (loaded) {
 		t->loaded_batches++;
@@ -625,7 +526,7 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 	mark("batch %d/%d attached %d of %d in %.0f ms%s", b, nb, attached, n, t1 - t0,
 	     loaded ? " under load" : "");
 	/* Settle. */
-	stable_since = now_ms();
+	stable_since = kpx_now_ms();
 	for (;;) {
 		pending = batch_mechanisms(idx, n, true, &optimized);
 		if (pending == 0)
@@ -633,12 +534,12 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 		if (pending < 0) {		/* no mechanism in the link info */
 			if (optimized != last_opt) {
 				last_opt = optimized;
-				stable_since = now_ms();
-			} else if (now_ms() - stable_since >= o->stable_ms) {
+				stable_since = kpx_now_ms();
+			} else if (kpx_now_ms() - stable_since >= o->stable_ms) {
 				break;
 			}
 		}
-		if (now_ms() - t1 >= o->settle_ms)
+		if (kpx_now_ms() - t1 >= o->settle_ms)
 			break;
 		usleep(50000);
 	}
@@ -647,16 +548,16 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 		mark("site 0x%llx %s+0x%lx %s %s", sites[idx[k]].addr, sites[idx[k]].func,
 		     sites[idx[k]].off, sites[idx[k]].result == R_ATTACHED ?
 		     sites[idx[k]].mech_settle : "refused", sites[idx[k]].bytes);
-	t0 = now_ms();
+	t0 = kpx_now_ms();
 	settled = t0 - t1;
 	t->settle_ms += settled;
 	usleep(o->hold_ms * 1000);
-	t1 = now_ms();
+	t1 = kpx_now_ms();
 	t->hold_ms += t1 - t0;
 	batch_mechanisms(idx, n, false, &optimized);
 	mark("batch %d/%d detach (settled in %.0f ms, %d pending then)", b, nb, settled, pending);
 	/* Detach. */
-	t0 = now_ms();
+	t0 = kpx_now_ms();
 	if (nt > 64)
 		nt = 64;
 	for (int k = 0; k < nt; k++) {
@@ -666,16 +567,16 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 	for (int k = 0; k < nt; k++)
 		pthread_join(th[k], NULL);
 	syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
-	t1 = now_ms();
+	t1 = kpx_now_ms();
 	t->detach_ms += t1 - t0;
 	for (int k = 0; k < n; k++)
 		finish_site(&sites[idx[k]], idx[k]);
 	/* Drain: the kernel releases detached kprobes shortly after. */
-	t0 = now_ms();
+	t0 = kpx_now_ms();
 	for (;;) {
 		int left = 0;
 
-		read_kprobes_list();
+		kpx_kprobes_read(&kplist);
 		for (int k = 0; k < n; k++) {
 			struct site *s = &sites[idx[k]];
 
@@ -684,14 +585,14 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 		}
 		if (!left)
 			break;
-		if (now_ms() - t0 >= o->drain_ms) {
+		if (kpx_now_ms() - t0 >= o->drain_ms) {
 			t->drain_timeouts++;
 			t->still_listed += left;
 			break;
 		}
 		usleep(20000);
 	}
-	t->drain_ms += now_ms() - t0;
+	t->drain_ms += kpx_now_ms() - t0;
 	for (int k = 0; k < n; k++) {
 		struct site *s = &sites[idx[k]];
 
@@ -706,17 +607,6 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 	mark("batch %d/%d done", b, nb);
 	free(idx);
 	return 0;
-}
-
-static int gcd(int a, int b)
-{
-	while (b) {
-		int r = a % b;
-
-		a = b;
-		b = r;
-	}
-	return a;
 }
 
 static void usage(FILE *f)
@@ -823,7 +713,7 @@ int main(int argc, char **argv)
 	 */
 	o.step = 1;
 	if (nb >= 10)
-		for (o.step = 5; gcd(o.step, nb) != 1; o.step++)
+		for (o.step = 5; kpx_gcd(o.step, nb) != 1; o.step++)
 			;
 	if (o.last_batch < 0 || o.last_batch >= nb)
 		o.last_batch = nb - 1;
@@ -899,21 +789,21 @@ int main(int argc, char **argv)
 	}
 	mark("start: %d sites, %d batches, runs %d-%d, step %d", nsites, nb, o.first_batch,
 	     o.last_batch, o.step);
-	start = now_ms();
+	start = kpx_now_ms();
 	for (int k = o.first_batch; k <= o.last_batch; k++) {
 		run_batch(&o, (int)((long)k * o.step % nb), nb, k, &t, out, wl);
 		if (k % 10 == 9 || k == o.last_batch) {
 			printf("kpx-sweep: %d/%d batches, %.0f s: %d attached, %d refused, %d failed\n",
-			       k + 1, nb, (now_ms() - start) / 1e3, t.attached, t.refused, t.failed);
+			       k + 1, nb, (kpx_now_ms() - start) / 1e3, t.attached, t.refused, t.failed);
 			fflush(stdout);
 		}
 	}
-	end = now_ms();
+	end = kpx_now_ms();
 	/* Every kprobe of the run is released in the end. */
-	for (double t0 = now_ms(); ; usleep(100000)) {
-		read_kprobes_list();
-		left_behind = (int)nkplist;
-		if (!left_behind || now_ms() - t0 > 30000)
+	for (double t0 = kpx_now_ms(); ; usleep(100000)) {
+		kpx_kprobes_read(&kplist);
+		left_behind = (int)kplist.n;
+		if (!left_behind || kpx_now_ms() - t0 > 30000)
 			break;
 	}
 	/* Late runs: no count may move after its detach + grace period. */

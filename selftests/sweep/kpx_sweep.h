@@ -6,13 +6,7 @@
 /* Sites per run (the cookie indexes the .bss arrays). */
 #define SWEEP_MAX_SITES	65536
 
-/* sweep_read_text: copy @len bytes of kernel text at @addr into text_buf. */
+/* sweep_read_text (bpf/kpx_text.h): up to this many bytes of kernel text. */
 #define SWEEP_TEXT_MAX	16
-
-struct sweep_text_args {
-	__u64 addr;
-	__u32 len;
-	__s32 ret;		/* bpf_probe_read_kernel()'s return value */
-};
 
 #endif /* KPX_SWEEP_H */

@@ -54,6 +54,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "kpx.h"
 #include "workload.h"
 
 static struct wl_shared *S;
@@ -978,20 +979,6 @@ int wl_stop(struct wl_shared *s, int timeout_s)
 	return failed;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 void wl_json(FILE *f, const struct wl_shared *s)
 {
 	fputc('[', f);
@@ -1001,12 +988,12 @@ void wl_json(FILE *f, const struct wl_shared *s)
 			 !w->errors && w->iters && w->checks;
 
 		fprintf(f, "%s{\"name\":", i ? "," : "");
-		json_str(f, w->name);
+		kpx_json_fputs(f, w->name);
 		fprintf(f, ",\"iters\":%ld,\"checks\":%ld,\"errors\":%ld,\"exit\":%d,\"ok\":%s,"
 			"\"first_error\":", w->iters, w->checks, w->errors,
 			w->status == -1 ? -1 : WIFEXITED(w->status) ? WEXITSTATUS(w->status) :
 			128 + WTERMSIG(w->status), ok ? "true" : "false");
-		json_str(f, w->first_error);
+		kpx_json_fputs(f, w->first_error);
 		fputc('}', f);
 	}
 	fputc(']', f);

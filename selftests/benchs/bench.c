@@ -32,12 +32,12 @@
 #include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "kpx.h"
 #include "bench.skel.h"
 
-#define KPROBES_LIST	"/sys/kernel/debug/kprobes/list"
-#define KNOB_OPT	"/proc/sys/debug/kprobes-optimization"
-#define KNOB_CALLOPT	"/proc/sys/debug/kprobes-callopt"
-#define KNOB_FASTDET	"/proc/sys/debug/kprobes-fast-detach"
+#define KNOB_OPT	KPX_KNOB_OPTIMIZATION
+#define KNOB_CALLOPT	KPX_KNOB_CALLOPT
+#define KNOB_FASTDET	KPX_KNOB_FAST_DETACH
 
 static bool verbose;
 
@@ -94,28 +94,15 @@ static void sleep_ms(double ms)
 
 /* ---- knobs ---------------------------------------------------------------- */
 
-static int read_knob(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	int v = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%d", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 static void write_knob(const char *path, int val)
 {
-	FILE *f;
+	int err;
 
 	if (val < 0 || access(path, F_OK))
 		return;		/* absent knob: nothing to set (reported as such) */
-	f = fopen(path, "w");
-	if (!f || fprintf(f, "%d\n", val) < 0 || fclose(f))
-		die("cannot write %d to %s: %s", val, path, strerror(errno));
+	err = kpx_sysctl_write(path, val);
+	if (err)
+		die("cannot write %d to %s: %s", val, path, strerror(-err));
 }
 
 struct knobs {
@@ -144,7 +131,7 @@ static void print_knobs_json(void)
 
 	printf("\"knobs_found\":{");
 	for (int i = 0; i < 3; i++) {
-		int v = read_knob(paths[i]);
+		int v = kpx_sysctl_read(paths[i]);
 
 		printf("%s\"%s\":", i ? "," : "", names[i]);
 		if (v < 0)
@@ -157,81 +144,33 @@ static void print_knobs_json(void)
 
 /* ---- the kprobes list ------------------------------------------------------- */
 
-struct kp_entry {
-	unsigned long long addr;
-	bool ret;
-	char mech[12];
-};
+/* Read again at every look: the kernel changes it under us. */
+static struct kpx_kprobes kpl;
 
-/* Reads the kprobes list; returns the number of entries (array realloc'd). */
-static int read_kprobes(struct kp_entry **out, int *cap)
+static void read_kprobes(void)
 {
-	char line[512];
-	FILE *f = fopen(KPROBES_LIST, "r");
-	int n = 0;
+	int err = kpx_kprobes_read(&kpl);
 
-	if (!f)
-		die("cannot read %s: %s", KPROBES_LIST, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long a;
-		char type[4];
-		struct kp_entry *e;
-
-		if (sscanf(line, "%llx %3s", &a, type) != 2)
-			continue;
-		if (n == *cap) {
-			*cap = *cap ? *cap * 2 : 64;
-			*out = realloc(*out, *cap * sizeof(**out));
-			if (!*out)
-				die("out of memory");
-		}
-		e = &(*out)[n++];
-		e->addr = a;
-		e->ret = type[0] == 'r';
-		if (strstr(line, "[GONE]"))
-			strcpy(e->mech, "gone");
-		else if (strstr(line, "[DISABLED]"))
-			strcpy(e->mech, "disabled");
-		else if (strstr(line, "[FTRACE]"))
-			strcpy(e->mech, "ftrace");
-		else if (strstr(line, "[CALLOPT]"))
-			strcpy(e->mech, "callopt");
-		else if (strstr(line, "[OPTIMIZED]"))
-			strcpy(e->mech, "optimized");
-		else
-			strcpy(e->mech, "int3");
-	}
-	fclose(f);
-	return n;
+	if (err)
+		die("cannot read %s: %s", KPX_KPROBES_LIST, strerror(-err));
 }
-
-static struct kp_entry *kpl;
-static int kpl_cap;
 
 static int text_byte(unsigned long long addr);
 
 /* Mechanism of the (non-return) kprobe at @addr; "none" when not listed. */
 static const char *mechanism_at(unsigned long long addr, bool ret)
 {
-	static char buf[12];
-	int n = read_kprobes(&kpl, &kpl_cap);
+	const struct kpx_kprobe *e;
 
-	for (int i = 0; i < n; i++)
-		if (kpl[i].addr == addr && kpl[i].ret == ret) {
-			strcpy(buf, kpl[i].mech);
-			return buf;
-		}
-	return "none";
+	read_kprobes();
+	e = kpx_kprobes_find(&kpl, addr, ret);
+	return e ? kpx_debugfs_mech_name(e->flags) : "none";
 }
 
 static bool listed(unsigned long long addr)
 {
-	int n = read_kprobes(&kpl, &kpl_cap);
-
-	for (int i = 0; i < n; i++)
-		if (kpl[i].addr == addr)
-			return true;
-	return false;
+	read_kprobes();
+	return kpx_kprobes_find(&kpl, addr, -1) != NULL;
 }
 
 /*
@@ -252,7 +191,7 @@ static bool installed(unsigned long long addr, bool ret, const char *want)
 	b = text_byte(addr);
 	if (b < 0)
 		return true;	/* cannot read text: trust the flags */
-	if (!strcmp(want, "optimized"))
+	if (!strcmp(want, "jmpopt"))
 		return b == 0xe9;
 	if (!strcmp(want, "callopt"))
 		return b == 0xe8;
@@ -492,8 +431,8 @@ static const struct cfg cfgs[] = {
 	{ "none", "no probe", K_NONE, S_NONE, { 1, 1, -1 }, "none" },
 	{ "int3-single", "int3", K_KPROBE, S_SINGLE, { 0, 1, -1 }, "int3" },
 	{ "int3-multi", "int3", K_KPROBE, S_MULTI, { 0, 1, -1 }, "int3" },
-	{ "jmp-single", "stock jmp optprobe", K_KPROBE, S_SINGLE, { 1, 0, -1 }, "optimized" },
-	{ "jmp-multi", "stock jmp optprobe", K_KPROBE, S_MULTI, { 1, 0, -1 }, "optimized" },
+	{ "jmp-single", "stock jmp optprobe", K_KPROBE, S_SINGLE, { 1, 0, -1 }, "jmpopt" },
+	{ "jmp-multi", "stock jmp optprobe", K_KPROBE, S_MULTI, { 1, 0, -1 }, "jmpopt" },
 	{ "callopt-single", "callopt", K_KPROBE, S_SINGLE, { 1, 1, -1 }, "callopt" },
 	{ "callopt-multi", "callopt", K_KPROBE, S_MULTI, { 1, 1, -1 }, "callopt" },
 	{ "ftrace-entry", "stock kprobe-on-ftrace", K_KPROBE, S_ENTRY, { 1, 0, -1 }, "ftrace" },
@@ -942,7 +881,7 @@ static int cmd_optwait(struct opts *o)
 
 static const struct cfg detach_cfgs[] = {
 	{ "stock-single", "stock (jmp optprobe, stock detach)", K_KPROBE, S_SINGLE,
-	  { 1, 0, 0 }, "optimized" },
+	  { 1, 0, 0 }, "jmpopt" },
 	{ "ours-single", "ours (callopt, fast detach)", K_KPROBE, S_SINGLE,
 	  { 1, 1, 1 }, "callopt" },
 	{ "stock-entry", "stock (kprobe-on-ftrace, stock detach)", K_KPROBE, S_ENTRY,
@@ -1040,7 +979,7 @@ static int cmd_links(struct opts *o)
 	int ncand = 0, cap = 0, nok = 0, nfail = 0;
 	double attach_ms = 0, attach_wall_ms, opt_ms = -1, detach_ms, freed_ms = -1;
 	int counts[6] = {};
-	static const char *const mnames[] = { "ftrace", "callopt", "optimized", "int3", "none", "other" };
+	static const char *const mnames[] = { "ftrace", "callopt", "jmpopt", "int3", "none", "other" };
 	long long t0, t1;
 	FILE *f;
 
@@ -1102,14 +1041,16 @@ static int cmd_links(struct opts *o)
 	 * optimizer finished. Probes that cannot be optimized stay int3.
 	 */
 	for (;;) {
-		int n = read_kprobes(&kpl, &kpl_cap), pending = 0;
+		int pending = 0;
 
-		for (int i = 0; i < n; i++) {
+		read_kprobes();
+		for (size_t i = 0; i < kpl.n; i++) {
+			const char *m = kpx_debugfs_mech_name(kpl.v[i].flags);
 			int b;
 
-			if (strcmp(kpl[i].mech, "optimized") && strcmp(kpl[i].mech, "callopt"))
+			if (strcmp(m, "jmpopt") && strcmp(m, "callopt"))
 				continue;
-			b = text_byte(kpl[i].addr);
+			b = text_byte(kpl.v[i].addr);
 			pending += b != 0xe9 && b != 0xe8;
 		}
 		if (!pending) {
@@ -1121,15 +1062,15 @@ static int cmd_links(struct opts *o)
 		sleep_ms(10);
 	}
 	{
-		int n = read_kprobes(&kpl, &kpl_cap);
-
+		read_kprobes();
 		for (int i = 0; i < ncand; i++) {
+			const struct kpx_kprobe *e;
+
 			if (!s[i].l.link)
 				continue;
-			snprintf(s[i].mech, sizeof(s[i].mech), "none");
-			for (int j = 0; j < n; j++)
-				if (kpl[j].addr == s[i].l.addr)
-					snprintf(s[i].mech, sizeof(s[i].mech), "%s", kpl[j].mech);
+			e = kpx_kprobes_find(&kpl, s[i].l.addr, -1);
+			snprintf(s[i].mech, sizeof(s[i].mech), "%s",
+				 e ? kpx_debugfs_mech_name(e->flags) : "none");
 			for (int m = 0; m < 6; m++)
 				if (m == 5 || !strcmp(s[i].mech, mnames[m])) {
 					counts[m]++;

@@ -12,6 +12,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "kpctl.h"
+#include "kpx_text.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -117,12 +118,7 @@ int kpctl_regs(struct pt_regs *ctx)
 }
 
 SEC("syscall")
-int kpctl_read_text(struct kpctl_text_args *args)
+int kpctl_read_text(struct kpx_text_args *args)
 {
-	__u32 len = args->len;
-
-	if (len > KPCTL_TEXT_MAX)
-		len = KPCTL_TEXT_MAX;
-	args->ret = bpf_probe_read_kernel(text_buf, len, (void *)args->addr);
-	return 0;
+	return kpx_bpf_read_text(args, text_buf, KPCTL_TEXT_MAX);
 }
