@@ -10,21 +10,27 @@
 #include "kpctl.h"
 #include "kpx.h"
 
-#define KPROBES_LIST		"/sys/kernel/debug/kprobes/list"
-#define KPROBES_BLACKLIST	"/sys/kernel/debug/kprobes/blacklist"
-#define KPROBES_OPTIMIZATION	"/proc/sys/debug/kprobes-optimization"
-#define KPROBES_CALLOPT		"/proc/sys/debug/kprobes-callopt"
+#define KPROBES_LIST		KPX_KPROBES_LIST
+#define KPROBES_BLACKLIST	KPX_KPROBES_BLACKLIST
+#define KPROBES_OPTIMIZATION	KPX_KNOB_OPTIMIZATION
+#define KPROBES_CALLOPT		KPX_KNOB_CALLOPT
+
+/* The version of kpctl's JSON output: "schema" in every object it prints. */
+#define KPCTL_SCHEMA	1
 
 enum exit_code {
 	EXIT_OK = 0,
-	EXIT_FAIL = 1,	/* the kernel refused, or a check failed */
-	EXIT_USAGE = 2,	/* bad command line */
+	EXIT_FAIL = 1,		/* a check failed, or the kernel refused */
+	EXIT_USAGE = 2,		/* bad command line */
+	EXIT_UNAVAILABLE = 3,	/* cannot run here: no BTF, no kprobes, no BPF, not root */
 };
 
 struct env {
 	bool verbose;
 	bool json;
 	const char *btf_path;	/* --btf FILE, else $KPCTL_BTF; NULL: the kernel's own */
+	bool unavailable;	/* errx_unavailable() was called: exit 3 */
+	char error[512];	/* the first error, for {"error": ...} */
 };
 
 extern struct env env;
@@ -53,17 +59,26 @@ struct probe {
 	double cost_ns;		/* estimated ns per hit; NAN when not measured */
 };
 
+/* kpctl.c: the command line */
 void errx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-double now_ms(void);
+/* errx(), and kpctl exits 3: it cannot run on this machine. */
+void errx_unavailable(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+struct kpx_json *json_begin(void);
+void json_end(void);
+int show_help(void (*usage)(FILE *f));
+struct option;
+int cmd_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+
+/* probe.c: the probe helpers */
 int parse_spec(const char *spec, struct probe *p);
 int check_spec_in_bounds(const struct probe *p);
 void probe_mechanism(struct probe *p);
 void probe_mechanisms(struct probe *probes, int n);
 bool mechanism_settled(const struct probe *p);
 const char *regs_word(const struct probe *p);
-const char *full_regs_json(const struct probe *p);
 void probe_link_info(struct probe *p);
 const char *attach_error(int err);
+void attach_failed(const struct probe *p, int err);
 extern enum probe_attach_mode attach_mode;
 int attach_probe(struct bpf_program *prog, struct probe *p, int slot);
 void detach_probe(struct probe *p);
@@ -74,17 +89,6 @@ struct kpctl_bpf *open_skel(void);
 int load_skel(struct kpctl_bpf *skel, ...) __attribute__((sentinel));
 void reset_counts(struct kpctl_bpf *skel, int n);
 long getpgid_self(void);
-void json_string(FILE *f, const char *s);
-int read_sysctl(const char *path);
-int write_sysctl(const char *path, int val);
-bool is_root_ok(void);
-
-/* Latency percentiles of @n samples (sorts @v). */
-struct pct {
-	double p50, p99, max, total;
-};
-
-struct pct percentiles(double *v, size_t n);
 
 /* support.c: what the running kernel lacks, said plainly */
 int require_kprobes(void);

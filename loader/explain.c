@@ -33,7 +33,7 @@ struct site {
 	unsigned long long addr;	/* where the kernel puts the probe */
 	bool boundary;
 	struct kp_insn ki;		/* the instruction at addr */
-	const char *mech;		/* ftrace, callopt, optimized, int3, refused */
+	const char *mech;		/* ftrace, callopt, jmpopt, int3, refused */
 	char reason[768];
 	char observed[16];		/* --verify */
 	const char *observed_source;	/* "link_info", "debugfs", "none" */
@@ -479,7 +479,7 @@ static void decide_optimized(const struct kfunc *f, const struct kstate *ks, str
 	if (!no_jump)
 		no_jump = why_not_jump_region(f, s->addr, &region, jbuf, sizeof(jbuf));
 	if (!no_jump) {
-		s->mech = "optimized";
+		s->mech = "jmpopt";
 		snprintf(s->reason, sizeof(s->reason), "not callopt: %s; jump-optimized region "
 			 "+0x%lx..+0x%lx, all boostable, no jump into it", no_call,
 			 s->off, s->off + region - 1);
@@ -579,27 +579,30 @@ static void site_bytes(const struct kfunc *f, const struct site *s, char *buf, s
 	print_bytes(buf, len, f->text + off, s->ki.len);
 }
 
-static void print_site_json(const struct kfunc *f, const struct site *s, bool verify)
+static void print_site_json(struct kpx_json *w, const struct kfunc *f, const struct site *s,
+			    bool verify)
 {
 	char bytes[64];
 
 	site_bytes(f, s, bytes, sizeof(bytes));
-	printf("{\"offset\":%lu,\"addr\":\"0x%llx\",\"boundary\":%s,\"len\":%d,\"bytes\":\"%s\","
-	       "\"insn\":\"%s\",\"mechanism\":\"%s\",\"reason\":", s->off, s->addr,
-	       s->boundary ? "true" : "false", s->boundary ? s->ki.len : 0, bytes,
-	       s->boundary && s->ki.mnemonic ? s->ki.mnemonic : "", s->mech);
-	json_string(stdout, s->reason);
+	jw_start_object(w);
+	jw_uint_field(w, "offset", s->off);
+	jw_hex_field(w, "addr", s->addr);
+	jw_bool_field(w, "boundary", s->boundary);
+	jw_int_field(w, "len", s->boundary ? s->ki.len : 0);
+	jw_string_field(w, "bytes", bytes);
+	jw_string_field(w, "insn", s->boundary && s->ki.mnemonic ? s->ki.mnemonic : "");
+	jw_string_field(w, "mechanism", s->mech);
+	jw_string_field(w, "reason", s->reason);
 	if (verify) {
-		printf(",\"observed\":\"%s\",\"match\":%s", s->observed,
-		       strcmp(s->observed, s->mech) ? "false" : "true");
+		jw_string_field(w, "observed", s->observed);
+		jw_bool_field(w, "match", !strcmp(s->observed, s->mech));
 		if (s->observed_source)
-			printf(",\"observed_source\":\"%s\"", s->observed_source);
-		if (s->observed_err[0]) {
-			printf(",\"error\":");
-			json_string(stdout, s->observed_err);
-		}
+			jw_string_field(w, "observed_source", s->observed_source);
+		if (s->observed_err[0])
+			jw_string_field(w, "error", s->observed_err);
 	}
-	printf("}");
+	jw_end_object(w);
 }
 
 struct report {
@@ -618,33 +621,41 @@ static void print_json(const struct report *r)
 {
 	const struct kfunc *f = r->f;
 	static const char *const bid[] = { "differ", "match" };
+	struct kpx_json *w = json_begin();
 
-	printf("{\"func\":");
-	json_string(stdout, f->name);
-	printf(",\"addr\":\"0x%llx\",\"size\":%llu,\"next\":\"%s\",\"endbr\":%s,"
-	       "\"text\":\"%s\",\"vmlinux\":{\"path\":", f->addr, f->size, f->next,
-	       has_endbr(f) ? "true" : "false", f->live ? "live" : "vmlinux");
-	json_string(stdout, r->vm->path);
-	printf(",\"build_id\":\"%s\"},\"kernel\":{\"callopt\":",
-	       r->vm->build_id_match < 0 ? "unknown" : bid[r->vm->build_id_match]);
+	jw_string_field(w, "func", f->name);
+	jw_hex_field(w, "addr", f->addr);
+	jw_uint_field(w, "size", f->size);
+	jw_string_field(w, "next", f->next);
+	jw_bool_field(w, "endbr", has_endbr(f));
+	jw_string_field(w, "text", f->live ? "live" : "vmlinux");
+	jw_object_field(w, "vmlinux");
+	jw_string_field(w, "path", r->vm->path);
+	jw_string_field(w, "build_id", r->vm->build_id_match < 0 ? "unknown" :
+			bid[r->vm->build_id_match]);
+	jw_end_object(w);
+	jw_object_field(w, "kernel");
 	if (r->ks->callopt < 0)
-		printf("null");
+		jw_null_field(w, "callopt");
 	else
-		printf("%d", r->ks->callopt);
-	printf(",\"optimization\":%d},\"notes\":[", r->ks->optimization);
-	for (int i = 0; i < r->nnotes; i++) {
-		printf("%s", i ? "," : "");
-		json_string(stdout, r->notes[i]);
+		jw_int_field(w, "callopt", r->ks->callopt);
+	jw_int_field(w, "optimization", r->ks->optimization);
+	jw_end_object(w);
+	jw_array_field(w, "notes");
+	for (int i = 0; i < r->nnotes; i++)
+		jw_string(w, r->notes[i]);
+	jw_end_array(w);
+	jw_array_field(w, "sites");
+	for (int i = 0; i < r->n; i++)
+		print_site_json(w, f, &r->sites[i], r->verify);
+	jw_end_array(w);
+	if (r->verify) {
+		jw_object_field(w, "verify");
+		jw_int_field(w, "checked", r->n);
+		jw_int_field(w, "mismatches", r->mismatches);
+		jw_end_object(w);
 	}
-	printf("],\"sites\":[");
-	for (int i = 0; i < r->n; i++) {
-		printf("%s", i ? "," : "");
-		print_site_json(f, &r->sites[i], r->verify);
-	}
-	printf("]");
-	if (r->verify)
-		printf(",\"verify\":{\"checked\":%d,\"mismatches\":%d}", r->n, r->mismatches);
-	printf("}\n");
+	json_end();
 }
 
 static void print_text(const struct report *r)
@@ -774,8 +785,8 @@ static void verify_site(struct kpctl_bpf *skel, const struct kfunc *f, struct si
 	}
 	if (!strcmp(s->mech, "int3"))
 		wait_mechanism(&p, NULL, o->settle);
-	else if (!strcmp(s->mech, "optimized"))
-		wait_mechanism(&p, "optimized", o->wait_opt);
+	else if (!strcmp(s->mech, "jmpopt"))
+		wait_mechanism(&p, "jmpopt", o->wait_opt);
 	else
 		wait_mechanism(&p, s->mech, 2.0);
 	snprintf(s->observed, sizeof(s->observed), "%s", p.mechanism);
@@ -810,10 +821,10 @@ static int verify_all(struct kpctl_bpf *skel, struct report *r, const struct exp
 static void usage_explain(FILE *f)
 {
 	fprintf(f,
-"Usage: kpctl [-j] explain [OPTIONS] FUNC\n"
+"Usage: kpctl explain [OPTIONS] FUNC\n"
 "\n"
 "For each instruction boundary of FUNC (a vmlinux function), the mechanism a\n"
-"kprobe there gets on the running kernel (ftrace, callopt, optimized, int3 or\n"
+"kprobe there gets on the running kernel (ftrace, callopt, jmpopt, int3 or\n"
 "refused) and why not a faster one. FUNC's text is read from the running\n"
 "kernel (with a BPF program) and decoded with the kernel's own x86 decoder;\n"
 "the kernel's tables (exception table, jump labels, static calls, BUG sites,\n"
@@ -860,8 +871,8 @@ static int parse_explain_opts(int argc, char **argv, struct explain_opts *o)
 
 	o->wait_opt = 10;
 	o->settle = 1;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+k:aVw:s:h", opts, NULL)) != -1) {
+	optind = 0;
+	while ((c = cmd_getopt(argc, argv, "k:aVw:s:h", opts)) != -1) {
 		switch (c) {
 		case 'k':
 			o->vmlinux = optarg;
@@ -881,8 +892,7 @@ static int parse_explain_opts(int argc, char **argv, struct explain_opts *o)
 			}
 			break;
 		case 'h':
-			usage_explain(stdout);
-			return EXIT_OK;
+			return show_help(usage_explain);
 		default:
 			usage_explain(stderr);
 			return EXIT_USAGE;
@@ -970,7 +980,7 @@ static int load_func(struct kfunc *f, struct vmlinux *vm, const char *name)
 		errx("no such function in the kernel: '%s'", name);
 		break;
 	case -EACCES:
-		errx("kallsyms hides addresses: explain needs root");
+		errx_unavailable("kallsyms hides addresses: explain needs root");
 		break;
 	case -ESRCH:
 		errx("%s is not at 0x%llx in %s: the image does not match the running "
@@ -984,8 +994,8 @@ static int load_func(struct kfunc *f, struct vmlinux *vm, const char *name)
 
 static void kstate_read(struct kstate *ks)
 {
-	ks->callopt = read_sysctl(KPROBES_CALLOPT);
-	ks->optimization = read_sysctl(KPROBES_OPTIMIZATION) > 0;
+	ks->callopt = kpx_sysctl_read(KPROBES_CALLOPT);
+	ks->optimization = kpx_sysctl_read(KPROBES_OPTIMIZATION) > 0;
 	ks->retpoline_or_ibt = ksym_addr("__x86_indirect_thunk_array") ||
 			       ksym_addr("__x86_indirect_thunk_rax") ||
 			       ksym_addr("ibt_selftest");

@@ -1,26 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The running kernel's symbols, from /proc/kallsyms. A symbol's size is the
- * distance to the next higher core-kernel symbol: that is what
- * kallsyms_lookup_size_offset() computes, and what kprobes use as the
- * function's end.
+ * The running kernel's symbols (libkpx reads /proc/kallsyms once). A
+ * symbol's size is the distance to the next higher core-kernel symbol: that
+ * is what kallsyms_lookup_size_offset() computes, and what kprobes use as
+ * the function's end.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "common.h"
-
-static bool parse_line(const char *line, unsigned long long *addr, char *type,
-		       char *name, size_t name_len)
-{
-	char fmt[32];
-
-	/* Module, BPF and trampoline symbols carry a "[owner]" suffix. */
-	if (strchr(line, '['))
-		return false;
-	snprintf(fmt, sizeof(fmt), "%%llx %%c %%%zus", name_len - 1);
-	return sscanf(line, fmt, addr, type, name) == 3;
-}
 
 /*
  * Fills @sym for the core-kernel symbol @name. Returns 0, -ENOENT, or
@@ -28,44 +16,26 @@ static bool parse_line(const char *line, unsigned long long *addr, char *type,
  */
 int ksym_lookup(const char *name, struct ksym *sym)
 {
-	unsigned long long a, next = ~0ULL;
-	char line[512], n[128], t;
-	FILE *f;
+	const struct kpx_ksym *s, *next;
+	int err = kpx_kallsyms_load(), count;
 
 	memset(sym, 0, sizeof(*sym));
-	f = fopen("/proc/kallsyms", "r");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (!parse_line(line, &a, &t, n, sizeof(n)))
-			continue;
-		if (!strcmp(n, name)) {
-			if (!sym->count++) {
-				sym->addr = a;
-				sym->type = t;
-			}
-		}
-	}
-	if (!sym->count) {
-		fclose(f);
+	if (err)
+		return err;
+	s = kpx_ksym_find(name, &count);
+	if (!s)
 		return -ENOENT;
-	}
-	if (!sym->addr) {
-		fclose(f);
+	if (!s->addr)
 		return -EACCES;
-	}
-	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		if (!parse_line(line, &a, &t, n, sizeof(n)))
-			continue;
-		if (a > sym->addr && a < next) {
-			next = a;
-			snprintf(sym->next, sizeof(sym->next), "%s", n);
-		}
-	}
-	fclose(f);
+	next = kpx_ksym_next(s);
 	snprintf(sym->name, sizeof(sym->name), "%s", name);
-	sym->size = next != ~0ULL ? next - sym->addr : 0;
+	sym->addr = s->addr;
+	sym->type = s->type;
+	sym->count = count;
+	if (next) {
+		sym->size = next->addr - s->addr;
+		snprintf(sym->next, sizeof(sym->next), "%s", next->name);
+	}
 	return 0;
 }
 

@@ -10,7 +10,7 @@
  *   links_dead = 1 -> activity (--late) -> grace period -> read links_late.
  *
  * The program counts hits per cookie; once links_dead is set it counts a
- * late run instead (see bpf/kpctl.bpf.c). Hits that still grow after the
+ * late run instead (see kpctl.bpf.c). Hits that still grow after the
  * first grace period are late runs too (a run that missed the flag).
  */
 #define _GNU_SOURCE
@@ -30,7 +30,7 @@
 #include "common.h"
 #include "kpctl.skel.h"
 
-#define FAST_DETACH	"/proc/sys/debug/kprobes-fast-detach"
+#define FAST_DETACH	KPX_KNOB_FAST_DETACH
 #define MAX_ERRNOS	16
 #define MAX_EXAMPLES	8
 
@@ -41,10 +41,7 @@ static const char *const filter_files[] = {
 	"/sys/kernel/debug/tracing/available_filter_functions",
 };
 
-static const char *const mech_names[] = {
-	"ftrace", "callopt", "optimized", "int3", "pending", "disabled", "gone", "unknown",
-};
-#define NMECH (sizeof(mech_names) / sizeof(mech_names[0]))
+#define NMECH KPX_MECH_NR	/* counted per enum kpx_mech */
 
 struct links_opts {
 	long n;
@@ -98,7 +95,7 @@ struct links_run {
 static void usage_links(FILE *f)
 {
 	fprintf(f,
-"Usage: kpctl [-j] links [OPTIONS]\n"
+"Usage: kpctl links [OPTIONS]\n"
 "\n"
 "Attach one BPF kprobe link (bpf_program__attach_kprobe_opts, BPF cookie = its\n"
 "index) at the entry of each of N distinct kernel functions, time every attach\n"
@@ -153,8 +150,8 @@ static int parse_links_opts(int argc, char **argv, struct links_opts *o)
 	o->n = 100;
 	o->trigger_ms = 200;
 	o->late_ms = 500;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+n:rt:H:L:Ch", opts, NULL)) != -1) {
+	optind = 0;
+	while ((c = cmd_getopt(argc, argv, "n:rt:H:L:Ch", opts)) != -1) {
 		switch (c) {
 		case 'n':
 		case 't':
@@ -182,8 +179,7 @@ static int parse_links_opts(int argc, char **argv, struct links_opts *o)
 			o->control = true;
 			break;
 		case 'h':
-			usage_links(stdout);
-			return EXIT_OK;
+			return show_help(usage_links);
 		default:
 			usage_links(stderr);
 			return EXIT_USAGE;
@@ -416,17 +412,6 @@ static int get_candidates(struct links_run *r)
 	return 0;
 }
 
-static size_t gcd(size_t a, size_t b)
-{
-	while (b) {
-		size_t t = a % b;
-
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 /* --- activity -------------------------------------------------------------- */
 
 static void read_file(const char *path)
@@ -459,11 +444,11 @@ static void spawn_true(void)
 /* System calls, process creation, file reads, sleeps: for @ms ms. */
 static void activity(double ms)
 {
-	double t0 = now_ms();
+	double t0 = kpx_now_ms();
 	struct stat st;
 	int fds[2];
 
-	while (!stop_requested && now_ms() - t0 < ms) {
+	while (!stop_requested && kpx_now_ms() - t0 < ms) {
 		for (int i = 0; i < 200; i++)
 			getpgid_self();
 		read_file("/proc/self/status");
@@ -521,11 +506,11 @@ static int attach_links(struct links_run *r)
 {
 	struct bpf_program *prog = r->skel->progs.kpctl_links;
 	size_t m = r->ncands, stride = m / r->o.n;
-	double t0 = now_ms();
+	double t0 = kpx_now_ms();
 
 	if (stride < 1)
 		stride = 1;
-	while (gcd(stride, m) != 1)
+	while (kpx_gcd(stride, m) != 1)
 		stride++;
 	/* Visits every candidate once: 0, s, 2s, ... (mod m), s coprime to m. */
 	for (size_t k = 0; k < m && r->attached < r->o.n; k++) {
@@ -548,12 +533,17 @@ static int attach_links(struct links_run *r)
 		snprintf(p->spec, sizeof(p->spec), "%s%s", c->name,
 			 r->o.kretprobe ? "%return" : "");
 		p->retprobe = r->o.kretprobe;
-		t = now_ms();
+		t = kpx_now_ms();
 		p->link = bpf_program__attach_kprobe_opts(prog, c->name, &opts);
 		err = p->link ? 0 : -errno;
-		t = now_ms() - t;
+		t = kpx_now_ms() - t;
 		if (err) {
 			note_failure(r, c->name, err);
+			if (err == -EPERM || err == -EACCES) {
+				errx_unavailable("links: cannot attach '%s': %s", c->name,
+						 attach_error(err));
+				break;
+			}
 			if (fatal_error(err)) {
 				errx("links: cannot attach '%s': %s; stopping at %d link(s)",
 				     c->name, attach_error(err), r->attached);
@@ -565,7 +555,7 @@ static int attach_links(struct links_run *r)
 		if (!env.json && isatty(STDERR_FILENO) && r->attached % 50 == 0)
 			fprintf(stderr, "\rkpctl: %d/%ld attached", r->attached, r->o.n);
 	}
-	r->attach_total = now_ms() - t0;
+	r->attach_total = kpx_now_ms() - t0;
 	if (!env.json && isatty(STDERR_FILENO) && r->attached >= 50)
 		fprintf(stderr, "\n");
 	return 0;
@@ -576,11 +566,7 @@ static void note_mechanisms(struct links_run *r)
 	probe_mechanisms(r->probes, r->attached);
 	for (int i = 0; i < r->attached; i++) {
 		struct probe *p = &r->probes[i];
-		size_t m;
-
-		for (m = 0; m < NMECH - 1 && strcmp(p->mechanism, mech_names[m]); m++)
-			;
-		r->mech[m]++;
+		r->mech[kpx_mech_from_name(p->mechanism)]++;
 		if (!strcmp(p->mech_source, "link_info"))
 			r->src_link_info++;
 		else if (!strcmp(p->mech_source, "debugfs"))
@@ -593,29 +579,24 @@ static void note_mechanisms(struct links_run *r)
 
 static void detach_links(struct links_run *r)
 {
-	double t0 = now_ms();
+	double t0 = kpx_now_ms();
 
 	for (int i = 0; i < r->attached; i++) {
-		double t = now_ms();
+		double t = kpx_now_ms();
 
 		bpf_link__destroy(r->probes[i].link);
 		r->probes[i].link = NULL;
-		r->detach_ms[i] = now_ms() - t;
+		r->detach_ms[i] = kpx_now_ms() - t;
 	}
-	r->detach_total = now_ms() - t0;
+	r->detach_total = kpx_now_ms() - t0;
 }
 
 static int count_listed_kprobes(void)
 {
-	char line[512];
-	int n = 0;
-	FILE *f = fopen(KPROBES_LIST, "r");
+	struct kpx_kprobes l = {};
+	int n = kpx_kprobes_read(&l) ? -1 : (int)l.n;
 
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		n++;
-	fclose(f);
+	kpx_kprobes_free(&l);
 	return n;
 }
 
@@ -640,10 +621,10 @@ static __u64 read_hits(struct links_run *r, long *functions_hit)
 /* After every link is gone: a grace period, then nothing may run. */
 static int late_check(struct links_run *r)
 {
-	double t0 = now_ms();
+	double t0 = kpx_now_ms();
 	int err = grace_period();
 
-	r->gp_ms = now_ms() - t0;
+	r->gp_ms = kpx_now_ms() - t0;
 	r->late_runs = -1;
 	if (err) {
 		errx("links: cannot wait for an RCU grace period: membarrier(MEMBARRIER_CMD_GLOBAL): "
@@ -674,73 +655,92 @@ static const char *err_name(int err)
 	return s ? s : "E?";
 }
 
-static void json_pct(const char *name, double total, struct pct p)
+static void json_latency(struct kpx_json *w, const char *name, double total, struct kpx_pct p)
 {
-	printf(",\"%s\":{\"total\":%.3f,\"sum\":%.3f,\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f}",
-	       name, total, p.total, p.p50, p.p99, p.max);
+	jw_object_field(w, name);
+	jw_float_field(w, "total", 3, total);
+	jw_float_field(w, "sum", 3, p.total);
+	jw_float_field(w, "p50", 3, p.p50);
+	jw_float_field(w, "p99", 3, p.p99);
+	jw_float_field(w, "max", 3, p.max);
+	jw_uint_field(w, "n", p.n);
+	jw_end_object(w);
 }
 
-static void print_links_json(struct links_run *r, struct pct a, struct pct d)
+static void print_links_json(struct links_run *r, struct kpx_pct a, struct kpx_pct d)
 {
-	int fast = read_sysctl(FAST_DETACH);
-	bool first = true;
+	int fast = kpx_sysctl_read(FAST_DETACH);
+	struct kpx_json *w = json_begin();
 
-	printf("{\"n\":%ld,\"kretprobe\":%s,\"control\":%s,\"source\":", r->o.n,
-	       r->o.kretprobe ? "true" : "false", r->o.control ? "true" : "false");
-	json_string(stdout, r->source);
-	printf(",\"listed\":%zu,\"module_functions\":%zu,\"duplicates\":%zu,"
-	       "\"blacklisted\":%zu,\"blacklist_read\":%s,\"candidates\":%zu,"
-	       "\"attached\":%d,\"attach_failures\":%ld,\"failure_reasons\":{",
-	       r->nlisted, r->nmodule, r->ndup, r->nblack,
-	       r->blacklist_read ? "true" : "false", r->ncands, r->attached, r->failures);
+	jw_int_field(w, "n", r->o.n);
+	jw_bool_field(w, "kretprobe", r->o.kretprobe);
+	jw_bool_field(w, "control", r->o.control);
+	jw_string_field(w, "source", r->source);
+	jw_uint_field(w, "listed", r->nlisted);
+	jw_uint_field(w, "module_functions", r->nmodule);
+	jw_uint_field(w, "duplicates", r->ndup);
+	jw_uint_field(w, "blacklisted", r->nblack);
+	jw_bool_field(w, "blacklist_read", r->blacklist_read);
+	jw_uint_field(w, "candidates", r->ncands);
+	jw_int_field(w, "attached", r->attached);
+	jw_int_field(w, "attach_failures", r->failures);
+	jw_object_field(w, "failure_reasons");
 	for (int i = 0; i < r->nerrs; i++)
-		printf("%s\"%s\":%ld", i ? "," : "", err_name(r->errs[i].err), r->errs[i].count);
-	printf("},\"failed\":[");
+		jw_int_field(w, err_name(r->errs[i].err), r->errs[i].count);
+	jw_end_object(w);
+	jw_array_field(w, "failed");
 	for (int i = 0; i < r->nexamples; i++) {
-		printf("%s{\"func\":", i ? "," : "");
-		json_string(stdout, r->examples[i].func);
-		printf(",\"error\":\"%s\"}", err_name(r->examples[i].err));
+		jw_start_object(w);
+		jw_string_field(w, "func", r->examples[i].func);
+		jw_string_field(w, "error", err_name(r->examples[i].err));
+		jw_end_object(w);
 	}
-	printf("]");
-	json_pct("attach_ms", r->attach_total, a);
-	json_pct("detach_ms", r->detach_total, d);
-	printf(",\"grace_period_ms\":%.3f,\"mechanisms\":{", r->gp_ms);
-	for (size_t m = 0; m < NMECH; m++) {
-		if (!r->mech[m])
-			continue;
-		printf("%s\"%s\":%ld", first ? "" : ",", mech_names[m], r->mech[m]);
-		first = false;
-	}
-	printf("},\"mechanism_source\":{\"link_info\":%ld,\"debugfs\":%ld,\"none\":%ld},"
-	       "\"full_regs\":%ld,\"hits\":%llu,\"functions_hit\":%ld,\"functions_hit_sample\":[",
-	       r->src_link_info, r->src_debugfs, r->src_none, r->full_regs,
-	       (unsigned long long)r->hits, r->functions_hit);
+	jw_end_array(w);
+	json_latency(w, "attach_ms", r->attach_total, a);
+	json_latency(w, "detach_ms", r->detach_total, d);
+	jw_float_field(w, "grace_period_ms", 3, r->gp_ms);
+	jw_object_field(w, "mechanisms");
+	for (int m = 0; m < NMECH; m++)
+		if (r->mech[m])
+			jw_int_field(w, kpx_mech_name(m), r->mech[m]);
+	jw_end_object(w);
+	jw_object_field(w, "mechanism_sources");
+	jw_int_field(w, "link_info", r->src_link_info);
+	jw_int_field(w, "debugfs", r->src_debugfs);
+	jw_int_field(w, "none", r->src_none);
+	jw_end_object(w);
+	jw_int_field(w, "full_regs_count", r->full_regs);
+	jw_uint_field(w, "hits", r->hits);
+	jw_int_field(w, "functions_hit", r->functions_hit);
+	jw_array_field(w, "functions_hit_sample");
 	for (int i = 0, k = 0; i < r->attached && k < 10; i++) {
 		if (!r->probes[i].hits)
 			continue;
-		printf("%s", k++ ? "," : "");
-		json_string(stdout, r->probes[i].func);
+		jw_string(w, r->probes[i].func);
+		k++;
 	}
-	printf("],\"late_runs\":");
+	jw_end_array(w);
 	if (r->late_runs < 0)
-		printf("null");
+		jw_null_field(w, "late_runs");
 	else
-		printf("%lld", r->late_runs);
-	printf(",\"late_check\":{\"activity_ms\":%.0f,\"flagged\":%llu,\"hits_after_gp\":%llu,"
-	       "\"last_late_cookie\":%lld},\"kprobes_listed_after_detach\":%d,"
-	       "\"fast_detach\":", r->o.late_ms, (unsigned long long)r->late_flagged,
-	       (unsigned long long)(r->hits_final - r->hits_after_gp),
-	       (long long)r->late_cookie - 1, r->listed_after_detach);
+		jw_int_field(w, "late_runs", r->late_runs);
+	jw_object_field(w, "late_check");
+	jw_float_field(w, "activity_ms", 0, r->o.late_ms);
+	jw_uint_field(w, "flagged", r->late_flagged);
+	jw_uint_field(w, "hits_after_gp", r->hits_final - r->hits_after_gp);
+	jw_int_field(w, "last_late_cookie", (long long)r->late_cookie - 1);
+	jw_end_object(w);
+	jw_int_field(w, "kprobes_listed_after_detach", r->listed_after_detach);
 	if (fast < 0)
-		printf("null");
+		jw_null_field(w, "fast_detach");
 	else
-		printf("%d", fast);
-	printf("}\n");
+		jw_int_field(w, "fast_detach", fast);
+	json_end();
 }
 
-static void print_links_text(struct links_run *r, struct pct a, struct pct d)
+static void print_links_text(struct links_run *r, struct kpx_pct a, struct kpx_pct d)
 {
-	int fast = read_sysctl(FAST_DETACH);
+	int fast = kpx_sysctl_read(FAST_DETACH);
 
 	printf("kpctl: %zu candidate function(s) from %s (%zu listed: %zu in modules, "
 	       "%zu duplicate names, %zu blacklisted%s)\n", r->ncands, r->source, r->nlisted,
@@ -758,9 +758,9 @@ static void print_links_text(struct links_run *r, struct pct a, struct pct d)
 	       r->detach_total, d.p50, d.p99, d.max,
 	       fast < 0 ? "no knob" : fast ? "on" : "off");
 	printf("mechanisms:");
-	for (size_t m = 0; m < NMECH; m++)
+	for (int m = 0; m < NMECH; m++)
 		if (r->mech[m])
-			printf(" %s %ld", mech_names[m], r->mech[m]);
+			printf(" %s %ld", kpx_mech_name(m), r->mech[m]);
 	printf("  (from link_info %ld, debugfs %ld, unknown %ld; full regs %ld)\n",
 	       r->src_link_info, r->src_debugfs, r->src_none, r->full_regs);
 	printf("kpctl: %ld function(s) hit while attached, %llu hit(s)\n", r->functions_hit,
@@ -796,7 +796,7 @@ static int load_links_skel(struct links_run *r)
 int cmd_links(int argc, char **argv)
 {
 	struct links_run *r = calloc(1, sizeof(*r));
-	struct pct a, d;
+	struct kpx_pct a, d;
 	int ret;
 
 	if (!r)
@@ -838,8 +838,8 @@ int cmd_links(int argc, char **argv)
 	}
 	if (late_check(r) == 0 && !stop_requested)
 		ret = r->late_runs ? EXIT_FAIL : EXIT_OK;
-	a = percentiles(r->attach_ms, r->attached);
-	d = percentiles(r->detach_ms, r->attached);
+	a = kpx_percentiles(r->attach_ms, r->attached);
+	d = kpx_percentiles(r->detach_ms, r->attached);
 	if (env.json)
 		print_links_json(r, a, d);
 	else

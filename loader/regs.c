@@ -59,7 +59,7 @@ static int capture_once(struct kpctl_bpf *skel, struct probe *p, bool trigger,
 			double timeout, struct capture *c)
 {
 	struct kpctl_regs before, after;
-	double t0 = now_ms();
+	double t0 = kpx_now_ms();
 
 	if (read_regs(skel, &before))
 		return -EIO;
@@ -70,7 +70,7 @@ static int capture_once(struct kpctl_bpf *skel, struct probe *p, bool trigger,
 			return -EIO;
 		if (after.seq != before.seq)
 			break;
-		if (trigger || stop_requested || now_ms() - t0 > timeout * 1e3)
+		if (trigger || stop_requested || kpx_now_ms() - t0 > timeout * 1e3)
 			return stop_requested ? -EINTR : -ETIMEDOUT;
 		usleep(1000);
 	}
@@ -114,23 +114,35 @@ static int compare(const struct probe *p, const struct capture *c, int n, char *
 static void print_regs_json(const struct probe *p, const struct capture *c, int n,
 			    int mismatches, const char *bad)
 {
-	printf("{\"spec\":");
-	json_string(stdout, p->spec);
-	printf(",\"addr\":\"0x%llx\",\"captures\":[", (unsigned long long)p->addr);
+	struct kpx_json *w = json_begin();
+	char names[256], *tok, *save = NULL;
+
+	jw_string_field(w, "spec", p->spec);
+	jw_hex_field(w, "addr", p->addr);
+	jw_array_field(w, "captures");
 	for (int k = 0; k < n; k++) {
-		printf("%s{\"mechanism\":\"%s\",\"mechanism_source\":\"%s\",\"regs\":{",
-		       k ? "," : "", c[k].mechanism, c[k].source ? c[k].source : "none");
+		jw_start_object(w);
+		jw_string_field(w, "mechanism", c[k].mechanism);
+		jw_string_field(w, "mechanism_source", c[k].source ? c[k].source : "none");
+		jw_object_field(w, "regs");
 		for (int i = 0; i < KPCTL_REGS_WORDS; i++)
-			printf("%s\"%s\":\"0x%llx\"", i ? "," : "", reg_names[i],
-			       (unsigned long long)c[k].w[i]);
-		printf("}}");
+			jw_hex_field(w, reg_names[i], c[k].w[i]);
+		jw_end_object(w);
+		jw_end_object(w);
 	}
-	printf("]");
-	if (n > 1)
-		printf(",\"compare\":{\"equal\":%s,\"mismatches\":\"%s\","
-		       "\"checked\":\"15 GPRs, orig_ax, cs, flags, sp equal; ip == addr + 1\"}",
-		       mismatches ? "false" : "true", bad);
-	printf("}\n");
+	jw_end_array(w);
+	if (n > 1) {
+		jw_object_field(w, "compare");
+		jw_bool_field(w, "equal", !mismatches);
+		jw_array_field(w, "differ");
+		snprintf(names, sizeof(names), "%s", bad);
+		for (tok = strtok_r(names, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+			jw_string(w, tok);
+		jw_end_array(w);
+		jw_string_field(w, "rule", "15 GPRs, orig_ax, cs, flags, sp equal; ip == addr + 1");
+		jw_end_object(w);
+	}
+	json_end();
 }
 
 static void print_regs_text(const struct probe *p, const struct capture *c, int n,
@@ -164,7 +176,7 @@ static void print_regs_text(const struct probe *p, const struct capture *c, int 
 static void usage_regs(FILE *f)
 {
 	fprintf(f,
-"Usage: kpctl [-j] regs [OPTIONS] SPEC\n"
+"Usage: kpctl regs [OPTIONS] SPEC\n"
 "\n"
 "Capture the pt_regs a BPF kprobe handler sees at SPEC (FUNC[+OFF]) once and\n"
 "print them. In the getpgid function kpctl triggers the hit itself with\n"
@@ -202,8 +214,8 @@ static int parse_regs_opts(int argc, char **argv, struct regs_opts *o)
 
 	o->timeout = 10;
 	o->wait_opt = 2;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+ct:w:h", opts, NULL)) != -1) {
+	optind = 0;
+	while ((c = cmd_getopt(argc, argv, "ct:w:h", opts)) != -1) {
 		switch (c) {
 		case 'c':
 			o->compare = true;
@@ -218,8 +230,7 @@ static int parse_regs_opts(int argc, char **argv, struct regs_opts *o)
 			*(c == 't' ? &o->timeout : &o->wait_opt) = v;
 			break;
 		case 'h':
-			usage_regs(stdout);
-			return EXIT_OK;
+			return show_help(usage_regs);
 		default:
 			usage_regs(stderr);
 			return EXIT_USAGE;
@@ -249,14 +260,17 @@ static void pin_to_this_cpu(void)
 static int capture_int3(struct kpctl_bpf *skel, struct probe *p, double timeout,
 			struct capture *c)
 {
-	int old = read_sysctl(KPROBES_OPTIMIZATION), err;
+	int old = kpx_sysctl_read(KPROBES_OPTIMIZATION), err;
 
 	if (old < 0) {
 		errx("cannot read %s", KPROBES_OPTIMIZATION);
 		return -ENOENT;
 	}
-	err = write_sysctl(KPROBES_OPTIMIZATION, 0);
-	if (err) {
+	err = kpx_sysctl_write(KPROBES_OPTIMIZATION, 0);
+	if (err == -EACCES || err == -EPERM) {
+		errx_unavailable("cannot write %s: %s", KPROBES_OPTIMIZATION, strerror(-err));
+		return err;
+	} else if (err) {
 		errx("cannot write %s: %s", KPROBES_OPTIMIZATION, strerror(-err));
 		return err;
 	}
@@ -269,7 +283,7 @@ static int capture_int3(struct kpctl_bpf *skel, struct probe *p, double timeout,
 	} else {
 		err = capture_once(skel, p, true, timeout, c);
 	}
-	if (write_sysctl(KPROBES_OPTIMIZATION, old))
+	if (kpx_sysctl_write(KPROBES_OPTIMIZATION, old))
 		errx("could not restore %s to %d", KPROBES_OPTIMIZATION, old);
 	return err;
 }
@@ -330,7 +344,7 @@ int cmd_regs(int argc, char **argv)
 		goto out;
 	ret = attach_probe(skel->progs.kpctl_regs, &p, 0);
 	if (ret) {
-		errx("cannot attach '%s': %s", p.spec, attach_error(ret));
+		attach_failed(&p, ret);
 		ret = EXIT_FAIL;
 		goto out;
 	}

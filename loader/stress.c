@@ -34,11 +34,8 @@
 
 #define MAX_SITES 16
 
-/* Mechanisms counted per site; the text output shows the first four. */
-static const char *const mech_names[] = {
-	"ftrace", "callopt", "optimized", "int3", "pending", "disabled", "gone", "unknown",
-};
-#define NMECH (sizeof(mech_names) / sizeof(mech_names[0]))
+/* Mechanisms counted per site (enum kpx_mech); the text output shows the first four. */
+#define NMECH KPX_MECH_NR
 
 struct stress_opts {
 	char specs[MAX_SITES][256];
@@ -55,7 +52,7 @@ struct stress_opts {
 struct site_stats {
 	long c;			/* hits per getpgid(0) call; -1 until learned */
 	__u64 hits, ctrl_hits, worker_hits, lower, upper, missed;
-	long mech[NMECH];	/* per mech_names[] */
+	long mech[NMECH];	/* per enum kpx_mech */
 	const char *mech_source;	/* of the last observation */
 	long violations;
 };
@@ -132,14 +129,6 @@ static void violation(struct stress *s, const char *fmt, ...)
 	}
 }
 
-static int mech_index(const char *m)
-{
-	for (size_t i = 0; i < NMECH - 1; i++)
-		if (!strcmp(m, mech_names[i]))
-			return i;
-	return NMECH - 1;
-}
-
 /* The checks of one interval, once everything is detached again. */
 static void check_interval(struct stress *s, long i)
 {
@@ -180,14 +169,14 @@ static void check_interval(struct stress *s, long i)
 static int attach_sites(struct stress *s)
 {
 	for (int j = 0; j < s->o.nsites; j++) {
-		double t0 = now_ms();
+		double t0 = kpx_now_ms();
 		int err = attach_probe(s->skel->progs.kpctl_kprobe, &s->probes[j], j);
 
 		if (err) {
-			errx("cannot attach '%s': %s", s->probes[j].spec, attach_error(err));
+			attach_failed(&s->probes[j], err);
 			return err;
 		}
-		s->attach_ms[s->nattach++] = now_ms() - t0;
+		s->attach_ms[s->nattach++] = kpx_now_ms() - t0;
 	}
 	return 0;
 }
@@ -201,9 +190,9 @@ static void detach_sites(struct stress *s)
 			continue;
 		probe_link_info(&s->probes[j]);
 		s->st[j].missed += s->probes[j].missed;
-		t0 = now_ms();
+		t0 = kpx_now_ms();
 		detach_probe(&s->probes[j]);
-		s->detach_ms[s->ndetach++] = now_ms() - t0;
+		s->detach_ms[s->ndetach++] = kpx_now_ms() - t0;
 	}
 }
 
@@ -211,7 +200,7 @@ static void note_mechanisms(struct stress *s)
 {
 	probe_mechanisms(s->probes, s->o.nsites);
 	for (int j = 0; j < s->o.nsites; j++) {
-		s->st[j].mech[mech_index(s->probes[j].mechanism)]++;
+		s->st[j].mech[kpx_mech_from_name(s->probes[j].mechanism)]++;
 		s->st[j].mech_source = s->probes[j].mech_source;
 	}
 }
@@ -245,42 +234,58 @@ static int run_interval(struct stress *s, long i)
 	return err;
 }
 
-static void print_stress_json(struct stress *s, struct pct a, struct pct d, double secs)
+static void json_latency(struct kpx_json *w, const char *name, struct kpx_pct p)
 {
-	printf("{\"iterations\":%ld,\"workers\":%d,\"trigger\":%ld,\"seconds\":%.3f,"
-	       "\"worker_calls\":%llu,\"attach_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f,"
-	       "\"n\":%zu},\"detach_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f,\"n\":%zu},"
-	       "\"sites\":[", s->intervals, s->o.workers, s->o.trigger, secs,
-	       (unsigned long long)atomic_load(&s->calls), a.p50, a.p99, a.max, s->nattach,
-	       d.p50, d.p99, d.max, s->ndetach);
+	jw_object_field(w, name);
+	jw_float_field(w, "total", 3, p.total);
+	jw_float_field(w, "p50", 3, p.p50);
+	jw_float_field(w, "p99", 3, p.p99);
+	jw_float_field(w, "max", 3, p.max);
+	jw_uint_field(w, "n", p.n);
+	jw_end_object(w);
+}
+
+static void print_stress_json(struct stress *s, struct kpx_pct a, struct kpx_pct d, double secs)
+{
+	struct kpx_json *w = json_begin();
+
+	jw_int_field(w, "iterations", s->intervals);
+	jw_int_field(w, "workers", s->o.workers);
+	jw_int_field(w, "trigger", s->o.trigger);
+	jw_float_field(w, "seconds", 3, secs);
+	jw_uint_field(w, "worker_calls", atomic_load(&s->calls));
+	json_latency(w, "attach_ms", a);
+	json_latency(w, "detach_ms", d);
+	jw_array_field(w, "sites");
 	for (int j = 0; j < s->o.nsites; j++) {
 		struct site_stats *st = &s->st[j];
 
-		printf("%s{\"spec\":", j ? "," : "");
-		json_string(stdout, s->probes[j].spec);
-		printf(",\"addr\":\"0x%llx\",\"hits_per_call\":%ld,\"hits\":%llu,"
-		       "\"ctrl_hits\":%llu,\"worker_hits\":%llu,\"worker_lower\":%llu,"
-		       "\"worker_upper\":%llu,\"missed\":%llu,\"violations\":%ld,\"mechanisms\":{",
-		       (unsigned long long)s->probes[j].addr, st->c,
-		       (unsigned long long)st->hits, (unsigned long long)st->ctrl_hits,
-		       (unsigned long long)st->worker_hits, (unsigned long long)st->lower,
-		       (unsigned long long)st->upper, (unsigned long long)st->missed,
-		       st->violations);
-		for (size_t m = 0, first = 1; m < NMECH; m++) {
-			if (!st->mech[m])
-				continue;
-			printf("%s\"%s\":%ld", first ? "" : ",", mech_names[m], st->mech[m]);
-			first = 0;
-		}
-		printf("},\"mechanism_source\":\"%s\"}",
-		       st->mech_source ? st->mech_source : "none");
+		jw_start_object(w);
+		jw_string_field(w, "spec", s->probes[j].spec);
+		jw_hex_field(w, "addr", s->probes[j].addr);
+		jw_int_field(w, "hits_per_call", st->c);
+		jw_uint_field(w, "hits", st->hits);
+		jw_uint_field(w, "ctrl_hits", st->ctrl_hits);
+		jw_uint_field(w, "worker_hits", st->worker_hits);
+		jw_uint_field(w, "worker_lower", st->lower);
+		jw_uint_field(w, "worker_upper", st->upper);
+		jw_uint_field(w, "missed", st->missed);
+		jw_int_field(w, "violations", st->violations);
+		jw_object_field(w, "mechanisms");
+		for (int m = 0; m < NMECH; m++)
+			if (st->mech[m])
+				jw_int_field(w, kpx_mech_name(m), st->mech[m]);
+		jw_end_object(w);
+		jw_string_field(w, "mechanism_source", st->mech_source ? st->mech_source : "none");
+		jw_end_object(w);
 	}
-	printf("],\"violations\":%ld,\"first_violation\":", s->violations);
-	json_string(stdout, s->first_violation);
-	printf("}\n");
+	jw_end_array(w);
+	jw_int_field(w, "violations", s->violations);
+	jw_string_field(w, "first_violation", s->first_violation);
+	json_end();
 }
 
-static void print_stress_text(struct stress *s, struct pct a, struct pct d, double secs)
+static void print_stress_text(struct stress *s, struct kpx_pct a, struct kpx_pct d, double secs)
 {
 	printf("kpctl: %ld interval(s) in %.1f s, %d worker(s), %llu worker calls, "
 	       "%ld controller calls per interval\n", s->intervals, secs, s->o.workers,
@@ -290,7 +295,7 @@ static void print_stress_text(struct stress *s, struct pct a, struct pct d, doub
 	printf("detach ms: p50 %.3f  p99 %.3f  max %.3f  (%zu)\n", d.p50, d.p99, d.max,
 	       s->ndetach);
 	printf("%-28s %5s %10s %10s %21s %7s %6s  %s\n", "SITE", "HIT/C", "HITS", "WORKER",
-	       "WORKER BOUNDS", "MISSED", "ERRORS", "MECHANISMS (f/c/o/i/other)");
+	       "WORKER BOUNDS", "MISSED", "ERRORS", "MECHANISMS (f/c/j/i/other)");
 	for (int j = 0; j < s->o.nsites; j++) {
 		struct site_stats *st = &s->st[j];
 		char bounds[32];
@@ -298,7 +303,7 @@ static void print_stress_text(struct stress *s, struct pct a, struct pct d, doub
 
 		snprintf(bounds, sizeof(bounds), "%llu..%llu", (unsigned long long)st->lower,
 			 (unsigned long long)st->upper);
-		for (size_t m = 4; m < NMECH; m++)
+		for (int m = 4; m < NMECH; m++)
 			other += st->mech[m];
 		printf("%-28s %5ld %10llu %10llu %21s %7llu %6ld  %ld/%ld/%ld/%ld/%ld\n",
 		       s->probes[j].spec, st->c, (unsigned long long)st->hits,
@@ -316,7 +321,7 @@ static void print_stress_text(struct stress *s, struct pct a, struct pct d, doub
 static void usage_stress(FILE *f)
 {
 	fprintf(f,
-"Usage: kpctl [-j] stress [OPTIONS]\n"
+"Usage: kpctl stress [OPTIONS]\n"
 "\n"
 "Worker threads call getpgid(0) in a loop while the controller thread\n"
 "attaches BPF kprobes at all sites, calls getpgid(0) K times itself, and\n"
@@ -388,8 +393,8 @@ static int parse_stress_opts(int argc, char **argv, struct stress_opts *o)
 	o->iterations = 100;
 	o->workers = sysconf(_SC_NPROCESSORS_ONLN);
 	o->trigger = 100;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+s:n:d:W:ypk:H:h", opts, NULL)) != -1) {
+	optind = 0;
+	while ((c = cmd_getopt(argc, argv, "s:n:d:W:ypk:H:h", opts)) != -1) {
 		switch (c) {
 		case 's':
 			if (add_sites(o, optarg))
@@ -425,8 +430,7 @@ static int parse_stress_opts(int argc, char **argv, struct stress_opts *o)
 			o->pin = true;
 			break;
 		case 'h':
-			usage_stress(stdout);
-			return EXIT_OK;
+			return show_help(usage_stress);
 		default:
 			usage_stress(stderr);
 			return EXIT_USAGE;
@@ -501,7 +505,7 @@ static void pin_self(int cpu)
 
 static int run_stress(struct stress *s, struct worker *w)
 {
-	double t0 = now_ms();
+	double t0 = kpx_now_ms();
 	int err = 0, started = 0;
 
 	for (int k = 0; k < s->o.workers; k++) {
@@ -512,7 +516,7 @@ static int run_stress(struct stress *s, struct worker *w)
 		started++;
 	}
 	for (long i = 0; i < s->o.iterations && !stop_requested; i++) {
-		if (s->o.duration > 0 && now_ms() - t0 > s->o.duration * 1e3)
+		if (s->o.duration > 0 && kpx_now_ms() - t0 > s->o.duration * 1e3)
 			break;
 		err = run_interval(s, i);
 		if (err)
@@ -531,7 +535,7 @@ int cmd_stress(int argc, char **argv)
 {
 	struct stress *s = calloc(1, sizeof(*s));
 	struct worker *w = NULL;
-	struct pct a, d;
+	struct kpx_pct a, d;
 	int ret;
 	double t0;
 
@@ -555,15 +559,15 @@ int cmd_stress(int argc, char **argv)
 		errx("out of memory");
 		goto out;
 	}
-	t0 = now_ms();
+	t0 = kpx_now_ms();
 	if (run_stress(s, w) || stop_requested)
 		goto out;
-	a = percentiles(s->attach_ms, s->nattach);
-	d = percentiles(s->detach_ms, s->ndetach);
+	a = kpx_percentiles(s->attach_ms, s->nattach);
+	d = kpx_percentiles(s->detach_ms, s->ndetach);
 	if (env.json)
-		print_stress_json(s, a, d, (now_ms() - t0) / 1e3);
+		print_stress_json(s, a, d, (kpx_now_ms() - t0) / 1e3);
 	else
-		print_stress_text(s, a, d, (now_ms() - t0) / 1e3);
+		print_stress_text(s, a, d, (kpx_now_ms() - t0) / 1e3);
 	ret = s->violations ? EXIT_FAIL : EXIT_OK;
 out:
 	free(w);

@@ -20,21 +20,11 @@
 /* 1: @name is a core-kernel symbol, 0: it is not, -1: kallsyms unreadable. */
 static int kallsyms_has(const char *name)
 {
-	char line[512], sym[256], type;
-	unsigned long long addr;
-	int found = 0, lines = 0;
-	FILE *f = fopen("/proc/kallsyms", "r");
+	int count;
 
-	if (!f)
+	if (kpx_kallsyms_load())
 		return -1;
-	while (!found && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %c %255s", &addr, &type, sym) != 3)
-			continue;
-		lines++;
-		found = !strcmp(sym, name) && !strchr(line, '[');
-	}
-	fclose(f);
-	return found ? 1 : lines ? 0 : -1;
+	return kpx_ksym_find(name, &count) ? 1 : 0;
 }
 
 /*
@@ -53,12 +43,12 @@ int require_kprobes(void)
 		return 0;	/* sysfs not mounted: cannot tell, let the kernel answer */
 	has = kallsyms_has("register_kprobe");
 	if (has == 0) {
-		errx("the kernel has no kprobes (CONFIG_KPROBES is off: no register_kprobe in "
+		errx_unavailable("the kernel has no kprobes (CONFIG_KPROBES is off: no register_kprobe in "
 		     "/proc/kallsyms, no kprobe PMU at %s); BPF kprobes cannot be attached",
 		     KPROBE_PMU);
 		return -EOPNOTSUPP;
 	}
-	errx("the kernel has no kprobe PMU (%s is absent: CONFIG_KPROBE_EVENTS or "
+	errx_unavailable("the kernel has no kprobe PMU (%s is absent: CONFIG_KPROBE_EVENTS or "
 	     "CONFIG_PERF_EVENTS is off%s); BPF kprobes cannot be attached", KPROBE_PMU,
 	     has > 0 ? ", although kprobes are built in" : "");
 	return -EOPNOTSUPP;
@@ -86,11 +76,11 @@ int require_btf(const char **custom_path)
 		int err = errno;
 
 		if (err == ENOENT)
-			errx("kernel has no BTF (CONFIG_DEBUG_INFO_BTF): %s is missing%s%s%s; "
+			errx_unavailable("kernel has no BTF (CONFIG_DEBUG_INFO_BTF): %s is missing%s%s%s; "
 			     "CO-RE programs cannot load", check, path ? " (" : "",
 			     path ? what : "", path ? ")" : "");
 		else
-			errx("cannot read the kernel's BTF at %s: %s; CO-RE programs cannot load",
+			errx_unavailable("cannot read the kernel's BTF at %s: %s; CO-RE programs cannot load",
 			     check, strerror(err));
 		return -ENOENT;
 	}

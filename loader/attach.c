@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * kpctl attach: attach the counting BPF program at each SPEC
+ * (bpf_program__attach_kprobe_opts), show the mechanism the kernel chose,
+ * hits and an estimated cost per hit, then detach.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "common.h"
+#include "kpctl.skel.h"
+
+static void print_probes(struct probe *probes, int n, bool with_hits, bool with_cost)
+{
+	printf("%-28s %-18s %-10s %-9s %-5s", "PROBE", "ADDRESS", "MECHANISM", "SOURCE", "REGS");
+	if (with_hits)
+		printf(" %10s %7s", "HITS", "MISSED");
+	if (with_cost)
+		printf(" %8s", "NS/HIT~");
+	printf("  %s\n", "DEBUGFS");
+	for (int i = 0; i < n; i++) {
+		printf("%-28s 0x%016llx %-10s %-9s %-5s", probes[i].spec,
+		       (unsigned long long)probes[i].addr, probes[i].mechanism,
+		       probes[i].mech_source, regs_word(&probes[i]));
+		if (with_hits)
+			printf(" %10llu %7llu", (unsigned long long)probes[i].hits,
+			       (unsigned long long)probes[i].missed);
+		if (with_cost && isnan(probes[i].cost_ns))
+			printf(" %8s", "n/a");
+		else if (with_cost)
+			printf(" %8.0f", probes[i].cost_ns);
+		printf("  %s\n", probes[i].flags);
+	}
+}
+
+struct attach_result {
+	long triggers;
+	double attach_ms;
+	double detach_ms;
+	long cost_calls;
+	double base_ns;		/* ns per getpgid() call without probes */
+};
+
+/* null when the mechanism itself is unknown */
+static void json_full_regs(struct kpx_json *w, const struct probe *p)
+{
+	jw_name(w, "full_regs");
+	if (!p->mech_source || !strcmp(p->mech_source, "none"))
+		jw_null(w);
+	else
+		jw_bool(w, p->full_regs);
+}
+
+static void print_json(struct probe *probes, int n, const struct attach_result *r)
+{
+	struct kpx_json *w = json_begin();
+
+	jw_object_field(w, "attach_ms");
+	jw_float_field(w, "total", 3, r->attach_ms);
+	jw_int_field(w, "n", n);
+	jw_end_object(w);
+	jw_object_field(w, "detach_ms");
+	jw_float_field(w, "total", 3, r->detach_ms);
+	jw_int_field(w, "n", n);
+	jw_end_object(w);
+	jw_int_field(w, "triggers", r->triggers);
+	if (r->cost_calls) {
+		jw_object_field(w, "cost");
+		jw_int_field(w, "calls", r->cost_calls);
+		jw_float_field(w, "baseline_ns_per_call", 1, r->base_ns);
+		jw_bool_field(w, "estimate", true);
+		jw_end_object(w);
+	}
+	jw_array_field(w, "probes");
+	for (int i = 0; i < n; i++) {
+		struct probe *p = &probes[i];
+
+		jw_start_object(w);
+		jw_string_field(w, "spec", p->spec);
+		jw_string_field(w, "func", p->func);
+		jw_uint_field(w, "offset", p->offset);
+		jw_bool_field(w, "retprobe", p->retprobe);
+		jw_hex_field(w, "addr", p->addr);
+		jw_string_field(w, "mechanism", p->mechanism);
+		jw_string_field(w, "mechanism_at_attach", p->mech_at_attach);
+		jw_string_field(w, "mechanism_source", p->mech_source);
+		jw_object_field(w, "link_info");
+		jw_uint_field(w, "mechanism", p->kmech);
+		jw_uint_field(w, "flags", p->kflags);
+		jw_end_object(w);
+		json_full_regs(w, p);
+		jw_string_field(w, "regs_kind", regs_word(p));
+		jw_uint_field(w, "hits", p->hits);
+		jw_uint_field(w, "missed", p->missed);
+		if (r->cost_calls)
+			jw_float_field(w, "cost_ns_per_hit", 1, p->cost_ns);
+		jw_end_object(w);
+	}
+	jw_end_array(w);
+	json_end();
+}
+
+/*
+ * The cheapest of a few rounds of @calls getpgid() calls, in ns per call:
+ * the minimum filters out interrupts and preemption. The counters of the
+ * @n probes are read around the cheapest round, so that @hits gets that
+ * round's hits per probe.
+ */
+static double time_getpgid(struct kpctl_bpf *skel, struct probe *probes, int n,
+			   long calls, __u64 *hits)
+{
+	double best = INFINITY;
+
+	for (int round = 0; round < 5 && !stop_requested; round++) {
+		__u64 before[n > 0 ? n : 1];
+		double t0, t;
+
+		read_counts(skel, probes, n);
+		for (int i = 0; i < n; i++)
+			before[i] = probes[i].hits;
+		t0 = kpx_now_ms();
+		for (long c = 0; c < calls; c++)
+			getpgid_self();
+		t = (kpx_now_ms() - t0) * 1e6 / calls;
+		read_counts(skel, probes, n);
+		if (t >= best)
+			continue;
+		best = t;
+		for (int i = 0; i < n; i++)
+			hits[i] = probes[i].hits - before[i];
+	}
+	return best;
+}
+
+/*
+ * After probe @i was attached (and had the chance to be optimized): the
+ * extra time per getpgid() call over the measurement before it, divided by
+ * the hits of probe @i per call. An estimate: probes are assumed to add
+ * their costs, and only probes that getpgid() reaches get a number.
+ */
+static double probe_cost(struct kpctl_bpf *skel, struct probe *probes, int i,
+			 long calls, double *prev_ns)
+{
+	__u64 hits[i + 1];
+	double t = time_getpgid(skel, probes, i + 1, calls, hits);
+	double cost = NAN;
+
+	if (hits[i])
+		cost = (t - *prev_ns) * calls / hits[i];
+	*prev_ns = t;
+	return cost;
+}
+
+static void usage_attach(FILE *f)
+{
+	fprintf(f,
+"Usage: kpctl attach [OPTIONS] SPEC...\n"
+"\n"
+"Attach the counting BPF program at each SPEC with bpf_program__attach_kprobe_opts,\n"
+"print the address and mechanism of each probe, optionally trigger or watch,\n"
+"then detach and print how long that took. Ctrl-C at any point (also while\n"
+"attaching many probes) detaches everything that was attached.\n"
+"\n"
+"SPEC:  FUNC | FUNC+OFF | FUNC%%return | MODULE:FUNC[+OFF]\n"
+"\n"
+"  -t, --trigger N     call getpgid(2) N times after attaching; count only this\n"
+"                      process's hits (exact counts for probes in do_getpgid)\n"
+"  -d, --duration S    print hits once a second for S seconds (0: until Ctrl-C)\n"
+"  -w, --wait-opt S    wait up to S seconds for int3 probes to be optimized\n"
+"  -l, --legacy        attach as tools do on kernels without the kprobe PMU:\n"
+"                      libbpf's legacy mode, a kprobe event in tracefs\n"
+"                      (kprobe_events) and a perf event on it; one SPEC\n"
+"  -c, --cost N        estimate each probe's cost per hit: time N getpgid(2)\n"
+"                      calls (best of 5 rounds) before attaching and again after\n"
+"                      attaching each probe (and waiting --wait-opt for it); the\n"
+"                      extra time per call divided by that probe's hits per call.\n"
+"                      An estimate (counting program included; n/a for probes\n"
+"                      getpgid does not reach); counts only this process's hits\n"
+"\n"
+"MECHANISM is ftrace (function entry), callopt (call-optimized), jmpopt\n"
+"(jump-optimized), pending (int3 until the optimizer is done), int3, disabled\n"
+"or gone. SOURCE is link_info when the kernel reports it in bpf_link_info,\n"
+"else debugfs (its kprobes list, which shows pending as int3); REGS is full\n"
+"when handlers get a complete pt_regs (link info; assumed from debugfs).\n"
+"  -h, --help          this help\n"
+"\n"
+"Examples:\n"
+"  kpctl attach do_getpgid do_getpgid+0x9 --trigger 1000\n"
+"  kpctl attach --wait-opt 2 --cost 20000 __x64_sys_getpgid+0x18\n"
+"  kpctl attach --legacy --trigger 100 __x64_sys_getpgid\n"
+"  kpctl -j attach vfs_read%%return --duration 5\n");
+}
+
+struct attach_opts {
+	long triggers;
+	long duration;
+	double wait_opt;
+	long cost_calls;
+};
+
+static int parse_attach_opts(int argc, char **argv, struct attach_opts *o)
+{
+	static const struct option opts[] = {
+		{ "trigger", required_argument, NULL, 't' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "wait-opt", required_argument, NULL, 'w' },
+		{ "cost", required_argument, NULL, 'c' },
+		{ "legacy", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	char *end;
+	int c;
+
+	o->duration = -1;
+	optind = 0;
+	while ((c = cmd_getopt(argc, argv, "t:d:w:c:lh", opts)) != -1) {
+		switch (c) {
+		case 'l':
+			attach_mode = PROBE_ATTACH_MODE_LEGACY;
+			break;
+		case 't':
+			o->triggers = strtol(optarg, &end, 0);
+			if (*end || o->triggers < 0)
+				goto bad;
+			break;
+		case 'd':
+			o->duration = strtol(optarg, &end, 0);
+			if (*end || o->duration < 0)
+				goto bad;
+			break;
+		case 'w':
+			o->wait_opt = strtod(optarg, &end);
+			if (*end || !(o->wait_opt >= 0))
+				goto bad;
+			break;
+		case 'c':
+			o->cost_calls = strtol(optarg, &end, 0);
+			if (*end || o->cost_calls <= 0)
+				goto bad;
+			break;
+		case 'h':
+			return show_help(usage_attach);
+		default:
+			usage_attach(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	return -1;
+bad:
+	errx("bad value '%s' for -%c (see 'kpctl attach --help')", optarg, c);
+	return EXIT_USAGE;
+}
+
+static struct probe *parse_specs(int n, char **specs)
+{
+	struct probe *probes = calloc(n, sizeof(*probes));
+
+	if (!probes) {
+		errx("out of memory");
+		return NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		if (parse_spec(specs[i], &probes[i])) {
+			errx("bad probe '%s' (want FUNC, FUNC+OFF, FUNC%%return or MODULE:FUNC[+OFF])",
+			     specs[i]);
+			free(probes);
+			return NULL;
+		}
+		probes[i].cost_ns = NAN;
+	}
+	return probes;
+}
+
+/* Attaches all probes; returns how many are attached (all of them on success). */
+static int attach_all(struct kpctl_bpf *skel, struct probe *probes, int n,
+		      const struct attach_opts *o, struct attach_result *r)
+{
+	double prev_ns = r->base_ns;
+
+	for (int i = 0; i < n; i++) {
+		struct bpf_program *prog = probes[i].retprobe ? skel->progs.kpctl_kretprobe
+							      : skel->progs.kpctl_kprobe;
+		double t0;
+		int err;
+
+		if (stop_requested) {
+			errx("interrupted while attaching; detaching the %d attached probe(s)", i);
+			return i;
+		}
+		if (check_spec_in_bounds(&probes[i]))
+			return i;
+		t0 = kpx_now_ms();
+		err = attach_probe(prog, &probes[i], i);
+		r->attach_ms += kpx_now_ms() - t0;
+		if (err) {
+			attach_failed(&probes[i], err);
+			return i;
+		}
+		probe_mechanism(&probes[i]);
+		snprintf(probes[i].mech_at_attach, sizeof(probes[i].mech_at_attach), "%s",
+			 probes[i].mechanism);
+		if (!o->cost_calls)
+			continue;
+		wait_mechanism(&probes[i], NULL, o->wait_opt);
+		probes[i].cost_ns = probe_cost(skel, probes, i, o->cost_calls, &prev_ns);
+	}
+	return n;
+}
+
+static void watch(struct kpctl_bpf *skel, struct probe *probes, int n,
+		  const struct attach_opts *o)
+{
+	double t0 = kpx_now_ms();
+
+	while (!stop_requested && (!o->duration || kpx_now_ms() - t0 < o->duration * 1e3)) {
+		sleep(1);
+		read_counts(skel, probes, n);
+		if (!env.json) {
+			printf("--- %.0f s\n", (kpx_now_ms() - t0) / 1e3);
+			print_probes(probes, n, true, false);
+			fflush(stdout);
+		}
+	}
+}
+
+static void report_attach(struct probe *probes, int n, const struct attach_result *r)
+{
+	if (env.json) {
+		print_json(probes, n, r);
+		return;
+	}
+	if (r->triggers)
+		printf("kpctl: %ld getpgid() calls\n", r->triggers);
+	print_probes(probes, n, true, r->cost_calls);
+	if (r->cost_calls)
+		printf("kpctl: NS/HIT~ is an estimate: extra ns per getpgid() call after "
+		       "attaching the probe (baseline %.0f ns/call, best of 5 x %ld calls), "
+		       "divided by its hits per call\n", r->base_ns, r->cost_calls);
+	printf("kpctl: detached %d probe(s) in %.3f ms\n", n, r->detach_ms);
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	struct attach_opts o = {};
+	struct attach_result r = {};
+	struct kpctl_bpf *skel = NULL;
+	struct probe *probes;
+	int n, attached, ret = EXIT_FAIL;
+	double t0;
+
+	ret = parse_attach_opts(argc, argv, &o);
+	if (ret >= 0)
+		return ret;
+	ret = EXIT_FAIL;
+	n = argc - optind;
+	if (n <= 0) {
+		errx("attach: no probe given");
+		usage_attach(stderr);
+		return EXIT_USAGE;
+	}
+	if (n > KPCTL_MAX_PROBES) {
+		errx("attach: at most %d probes", KPCTL_MAX_PROBES);
+		return EXIT_USAGE;
+	}
+	/* kpctl tells its probes apart by BPF cookie, which needs BPF links. */
+	if (attach_mode == PROBE_ATTACH_MODE_LEGACY && n > 1) {
+		errx("attach --legacy: one probe at a time (libbpf attaches legacy "
+		     "probes with an ioctl, which carries no BPF cookie)");
+		return EXIT_USAGE;
+	}
+	probes = parse_specs(n, argv + optind);
+	if (!probes)
+		return EXIT_USAGE;
+	if (require_kprobes())
+		goto out;
+
+	skel = open_skel();
+	if (!skel)
+		goto out;
+	if (o.triggers || o.cost_calls)
+		skel->rodata->target_tgid = getpid();
+	if (load_skel(skel, "kpctl_kprobe", "kpctl_kretprobe", NULL))
+		goto out;
+
+	r.triggers = o.triggers;
+	r.cost_calls = o.cost_calls;
+	if (o.cost_calls)
+		r.base_ns = time_getpgid(skel, probes, 0, o.cost_calls, NULL);
+	attached = attach_all(skel, probes, n, &o, &r);
+	if (attached < n) {
+		n = attached;
+		goto detach;
+	}
+
+	t0 = kpx_now_ms();
+	while (!probes_settled(probes, n) && kpx_now_ms() - t0 < o.wait_opt * 1e3 && !stop_requested)
+		usleep(20000);
+	if (o.cost_calls)
+		reset_counts(skel, n);
+
+	if (!env.json) {
+		printf("kpctl: attached %d probe(s) in %.3f ms\n", n, r.attach_ms);
+		print_probes(probes, n, false, false);
+	}
+	for (long i = 0; i < o.triggers && !stop_requested; i++)
+		getpgid_self();
+	if (o.duration >= 0)
+		watch(skel, probes, n, &o);
+	read_counts(skel, probes, n);
+	probe_mechanisms(probes, n);
+	ret = EXIT_OK;
+
+detach:
+	t0 = kpx_now_ms();
+	for (int i = 0; i < n; i++)
+		detach_probe(&probes[i]);
+	r.detach_ms = kpx_now_ms() - t0;
+	if (ret == EXIT_OK)
+		report_attach(probes, n, &r);
+out:
+	kpctl_bpf__destroy(skel);
+	free(probes);
+	return ret;
+}
+

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The probe helpers every kpctl command uses: parse a SPEC, attach and
+ * detach it with bpf_program__attach_kprobe_opts, tell its mechanism (from
+ * bpf_link_info, else from the debugfs kprobes list), read its counts, and
+ * open and load the BPF skeleton.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "common.h"
+#include "kpctl.skel.h"
+
+long getpgid_self(void)
+{
+	return syscall(SYS_getpgid, 0);
+}
+
+int parse_spec(const char *spec, struct probe *p)
+{
+	char buf[256], *plus, *pct, *end;
+
+	memset(p, 0, sizeof(*p));
+	if (strlen(spec) >= sizeof(buf) || !*spec)
+		return -EINVAL;
+	snprintf(p->spec, sizeof(p->spec), "%s", spec);
+	snprintf(buf, sizeof(buf), "%s", spec);
+	pct = strchr(buf, '%');
+	if (pct) {
+		if (strcmp(pct, "%return"))
+			return -EINVAL;
+		*pct = '\0';
+		p->retprobe = true;
+	}
+	plus = strchr(buf, '+');
+	if (plus) {
+		if (p->retprobe || !plus[1])
+			return -EINVAL;
+		*plus = '\0';
+		errno = 0;
+		p->offset = strtoul(plus + 1, &end, 0);
+		if (errno || *end)
+			return -EINVAL;
+	}
+	if (!*buf || strlen(buf) >= sizeof(p->func) || strspn(buf, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:") != strlen(buf))
+		return -EINVAL;
+	snprintf(p->func, sizeof(p->func), "%s", buf);
+	return 0;
+}
+
+static void set_mech(struct probe *p, const char *name, const char *source, bool full_regs)
+{
+	snprintf(p->mechanism, sizeof(p->mechanism), "%s", name);
+	p->mech_source = source;
+	p->full_regs = full_regs;
+}
+
+/*
+ * The mechanism behind each probe: from bpf_link_info when the kernel
+ * reports it there (a non-zero mechanism), else from debugfs, where every
+ * kprobe the kernel registered for a perf/BPF link is listed with its flags
+ * (one read of the list for all @n probes). Every x86 kprobe mechanism of
+ * 6.12 hands its handlers a full pt_regs, so the debugfs path assumes it.
+ * KPCTL_MECH_SOURCE=debugfs ignores the link info (to test the fallback).
+ */
+void probe_mechanisms(struct probe *probes, int n)
+{
+	static bool warned;
+	const char *force = getenv("KPCTL_MECH_SOURCE");
+	bool use_link_info = !force || strcmp(force, "debugfs");
+	struct kpx_kprobes list = {};
+	bool need_list = false, list_read;
+	int list_err;
+
+	for (int i = 0; i < n; i++) {
+		struct probe *p = &probes[i];
+
+		if (p->link)
+			probe_link_info(p);
+		p->flags[0] = '\0';
+		if (p->kmech && use_link_info) {
+			set_mech(p, kpx_link_mech_name(p->kmech), "link_info",
+				 p->kflags & BPF_KPROBE_INFO_FULL_REGS);
+			continue;
+		}
+		set_mech(p, "unknown", "none", false);
+		need_list |= p->addr != 0;
+	}
+	if (!need_list)
+		return;
+	list_err = kpx_kprobes_read(&list);
+	list_read = !list_err;
+	for (int i = 0; i < n && list_read; i++) {
+		struct probe *p = &probes[i];
+		const struct kpx_kprobe *e;
+
+		if ((p->kmech && use_link_info) || !p->addr)
+			continue;
+		e = kpx_kprobes_find(&list, p->addr, p->retprobe);
+		if (!e)
+			continue;
+		snprintf(p->flags, sizeof(p->flags), "%s", e->flags);
+		set_mech(p, kpx_debugfs_mech_name(e->flags), "debugfs", true);
+	}
+	kpx_kprobes_free(&list);
+	if (!list_read && !warned) {
+		warned = true;
+		errx("cannot tell the mechanism: the kernel does not report it in the link "
+		     "info, and %s is not readable (%s; debugfs not mounted, or no "
+		     "CONFIG_DEBUG_FS?)", KPX_KPROBES_LIST, strerror(-list_err));
+	}
+}
+
+void probe_mechanism(struct probe *p)
+{
+	probe_mechanisms(p, 1);
+}
+
+/*
+ * Whether the mechanism is final. The link info says "pending" while the
+ * optimizer still has to install a call or jump, and "int3" only for good;
+ * debugfs shows both as int3, so int3 from debugfs is never final.
+ */
+bool mechanism_settled(const struct probe *p)
+{
+	if (!strcmp(p->mechanism, "pending"))
+		return false;
+	return strcmp(p->mechanism, "int3") ||
+	       (p->mech_source && !strcmp(p->mech_source, "link_info"));
+}
+
+void probe_link_info(struct probe *p)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+	char name[256];
+
+	info.perf_event.kprobe.func_name = (__u64)(unsigned long)name;
+	info.perf_event.kprobe.name_len = sizeof(name);
+	if (bpf_link_get_info_by_fd(bpf_link__fd(p->link), &info, &len)) {
+		/*
+		 * Not a BPF link: libbpf attached with PERF_EVENT_IOC_SET_BPF
+		 * (its legacy tracefs mode does). The perf event still tells
+		 * where its kprobe is, for the debugfs fallback.
+		 */
+		__u32 prog_id, fd_type, nlen = sizeof(name);
+		__u64 off, addr;
+
+		if (!bpf_task_fd_query(getpid(), bpf_link__fd(p->link), 0, name, &nlen,
+				       &prog_id, &fd_type, &off, &addr))
+			p->addr = addr;
+		return;
+	}
+	if (info.type != BPF_LINK_TYPE_PERF_EVENT)
+		return;
+	p->addr = info.perf_event.kprobe.addr;
+	p->missed = info.perf_event.kprobe.missed;
+	p->kmech = info.perf_event.kprobe.mechanism;
+	p->kflags = info.perf_event.kprobe.flags;
+}
+
+const char *attach_error(int err)
+{
+	switch (err) {
+	case -EPERM:
+	case -EACCES:
+		return "permission denied: attaching kprobes needs root, or CAP_BPF and CAP_PERFMON";
+	case -ENOENT:
+		return "no such function in the kernel (or its module is not loaded)";
+	case -EILSEQ:
+		return "offset is not on an instruction boundary (or the instruction "
+		       "there cannot be probed)";
+	case -EINVAL:
+		return "the kernel refused this site (blacklisted, notrace, reserved, "
+		       "offset past the function's end, or not probeable)";
+	case -EBUSY:
+		return "the site is busy (another probe type owns it)";
+	case -EADDRNOTAVAIL:
+		return "the name matches several symbols; the kernel refuses ambiguous names";
+	case -EOPNOTSUPP:
+		return "the instruction there cannot be emulated by kprobes";
+	default:
+		return strerror(-err);
+	}
+}
+
+/*
+ * A FUNC+OFF past the function's end is resolved by the kernel into
+ * whatever symbol lies there: refuse it here, with the reason.
+ */
+int check_spec_in_bounds(const struct probe *p)
+{
+	struct ksym sym;
+
+	if (!p->offset || strchr(p->func, ':') || ksym_lookup(p->func, &sym))
+		return 0;
+	if (!sym.size || p->offset < sym.size)
+		return 0;
+	errx("cannot attach '%s': offset 0x%lx is past the end of %s (0x%llx bytes; "
+	     "the address is %s+0x%llx)", p->spec, p->offset, p->func, sym.size,
+	     sym.next, (unsigned long long)p->offset - sym.size);
+	return -ERANGE;
+}
+
+/* PROBE_ATTACH_MODE_LEGACY with 'attach --legacy': a tracefs kprobe event. */
+enum probe_attach_mode attach_mode = PROBE_ATTACH_MODE_DEFAULT;
+
+int attach_probe(struct bpf_program *prog, struct probe *p, int slot)
+{
+	LIBBPF_OPTS(bpf_kprobe_opts, opts,
+		.offset = p->offset,
+		.retprobe = p->retprobe,
+		.bpf_cookie = slot,
+		.attach_mode = attach_mode);
+
+	p->link = bpf_program__attach_kprobe_opts(prog, p->func, &opts);
+	if (!p->link)
+		return -errno;
+	probe_link_info(p);
+	return 0;
+}
+
+void detach_probe(struct probe *p)
+{
+	bpf_link__destroy(p->link);
+	p->link = NULL;
+}
+
+/* Waits up to @secs for the mechanism @want (NULL: a settled one). */
+int wait_mechanism(struct probe *p, const char *want, double secs)
+{
+	double t0 = kpx_now_ms();
+
+	for (;;) {
+		probe_mechanism(p);
+		if (want ? !strcmp(p->mechanism, want) : mechanism_settled(p))
+			return 0;
+		if (kpx_now_ms() - t0 >= secs * 1e3 || stop_requested)
+			return -ETIMEDOUT;
+		usleep(20000);
+	}
+}
+
+bool probes_settled(struct probe *probes, int n)
+{
+	probe_mechanisms(probes, n);
+	for (int i = 0; i < n; i++)
+		if (!mechanism_settled(&probes[i]))
+			return false;
+	return true;
+}
+
+void read_counts(struct kpctl_bpf *skel, struct probe *probes, int n)
+{
+	for (int i = 0; i < n; i++) {
+		probes[i].hits = __atomic_load_n(&skel->bss->counts[i].hits, __ATOMIC_RELAXED);
+		probes[i].ctrl_hits = __atomic_load_n(&skel->bss->counts[i].ctrl_hits,
+						      __ATOMIC_RELAXED);
+		if (probes[i].link)
+			probe_link_info(&probes[i]);
+	}
+}
+
+void reset_counts(struct kpctl_bpf *skel, int n)
+{
+	for (int i = 0; i < n; i++) {
+		__atomic_store_n(&skel->bss->counts[i].hits, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&skel->bss->counts[i].ctrl_hits, 0, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * Opens the skeleton, once the kernel's BTF is known to be there (or the
+ * file --btf/KPCTL_BTF names, which libbpf then uses for CO-RE instead).
+ */
+struct kpctl_bpf *open_skel(void)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts);
+	struct kpctl_bpf *skel;
+
+	if (require_btf(&opts.btf_custom_path))
+		return NULL;
+	skel = kpctl_bpf__open_opts(&opts);
+	if (!skel)
+		errx_unavailable("cannot open the BPF object: %s", strerror(errno));
+	return skel;
+}
+
+/* Loads only the programs named (NULL-terminated), with a clear error. */
+int load_skel(struct kpctl_bpf *skel, ...)
+{
+	struct bpf_program *prog;
+	const char *name;
+	va_list ap;
+	int err;
+
+	bpf_object__for_each_program(prog, skel->obj) {
+		bool keep = false;
+
+		va_start(ap, skel);
+		while ((name = va_arg(ap, const char *)))
+			keep |= !strcmp(name, bpf_program__name(prog));
+		va_end(ap);
+		bpf_program__set_autoload(prog, keep);
+	}
+	err = kpctl_bpf__load(skel);
+	if (err)
+		errx_unavailable("cannot load the BPF program: %s%s", strerror(-err),
+				 err == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
+	return err;
+}
+
+/* "full", "partial", or "?" when the mechanism itself is unknown. */
+const char *regs_word(const struct probe *p)
+{
+	if (!p->mech_source || !strcmp(p->mech_source, "none"))
+		return "?";
+	return p->full_regs ? "full" : "partial";
+}
+
+/* "cannot attach SPEC: why"; without the rights to, kpctl could not run. */
+void attach_failed(const struct probe *p, int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		errx_unavailable("cannot attach '%s': %s", p->spec, attach_error(err));
+	else
+		errx("cannot attach '%s': %s", p->spec, attach_error(err));
+}
