@@ -247,8 +247,7 @@ static int parse_attach_opts(int argc, char **argv, struct attach_opts *o)
 		case 'h':
 			return show_help(usage_attach);
 		default:
-			usage_attach(stderr);
-			return EXIT_USAGE;
+			return EXIT_USAGE;	/* said by cmd_getopt() */
 		}
 	}
 	return -1;

@@ -894,8 +894,7 @@ static int parse_explain_opts(int argc, char **argv, struct explain_opts *o)
 		case 'h':
 			return show_help(usage_explain);
 		default:
-			usage_explain(stderr);
-			return EXIT_USAGE;
+			return EXIT_USAGE;	/* said by cmd_getopt() */
 		}
 	}
 	if (argc - optind != 1) {

@@ -121,20 +121,25 @@ static const struct option global_opts[] = {
 /*
  * getopt_long() for a command: its options (@shortopts, @longopts) and the
  * global ones, anywhere on its command line (GNU argument permutation; "--"
- * ends the options). Returns the command's options; '?' on a bad one, with
- * the error said; -1 at the end, with optind at the first argument.
+ * ends the options; a leading "+" in @shortopts: the first argument does).
+ * Returns the command's options; '?' on a bad one, with the error said; -1
+ * at the end, with optind at the first argument.
  */
 int cmd_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
 {
 	static const char *cached;
 	static char shorts[64];
 	static struct option longs[32];
+	/* The command, in messages ("" before it). */
+	const char *who = strcmp(argv[0], "kpctl") ? argv[0] : "";
 	int c;
 
 	if (cached != shortopts) {
 		size_t n = 0;
 
-		snprintf(shorts, sizeof(shorts), ":jv%s", shortopts);
+		bool stop = *shortopts == '+';
+
+		snprintf(shorts, sizeof(shorts), "%s:jv%s", stop ? "+" : "", shortopts + stop);
 		for (; longopts && longopts[n].name && n < 32 - NGLOBAL - 1; n++)
 			longs[n] = longopts[n];
 		for (size_t i = 0; i < NGLOBAL; i++)
@@ -157,12 +162,15 @@ int cmd_getopt(int argc, char **argv, const char *shortopts, const struct option
 			break;
 		case '?':
 			if (optopt)
-				errx("%s: unknown option '-%c'", argv[0], optopt);
+				errx("%s%sunknown option '-%c' (see --help)", who, *who ? ": " : "",
+				     optopt);
 			else
-				errx("%s: unknown option '%s'", argv[0], argv[optind - 1]);
+				errx("%s%sunknown option '%s' (see --help)", who, *who ? ": " : "",
+				     argv[optind - 1]);
 			return '?';
 		case ':':
-			errx("%s: option '%s' needs a value", argv[0], argv[optind - 1]);
+			errx("%s%soption '%s' needs a value", who, *who ? ": " : "",
+			     argv[optind - 1]);
 			return '?';
 		default:
 			return c;
@@ -227,23 +235,33 @@ static void usage(FILE *f)
 "  kpctl -j links -n 200\n", KPCTL_SCHEMA, KPCTL_SCHEMA);
 }
 
-static int cmd_help(int argc, char **argv)
+/* No arguments; the global options only. */
+static int no_args(int argc, char **argv)
 {
-	if (argc > 1) {
-		errx("help: unexpected argument '%s'", argv[1]);
+	optind = 0;
+	if (cmd_getopt(argc, argv, "", NULL) != -1)
+		return EXIT_USAGE;
+	if (optind < argc) {
+		errx("%s: unexpected argument '%s'", argv[0], argv[optind]);
 		return EXIT_USAGE;
 	}
-	return show_help(usage);
+	return -1;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	int ret = no_args(argc, argv);
+
+	return ret >= 0 ? ret : show_help(usage);
 }
 
 static int cmd_version(int argc, char **argv)
 {
 	struct kpx_json *w;
+	int ret = no_args(argc, argv);
 
-	if (argc > 1) {
-		errx("version: unexpected argument '%s'", argv[1]);
-		return EXIT_USAGE;
-	}
+	if (ret >= 0)
+		return ret;
 	if (!env.json) {
 		printf("kpctl %s (JSON schema %d, libbpf v%u.%u)\n", KPCTL_VERSION, KPCTL_SCHEMA,
 		       libbpf_major_version(), libbpf_minor_version());
@@ -262,6 +280,7 @@ static const struct cmd *find_cmd(const char *name)
 {
 	const struct cmd *found = NULL;
 	char list[256] = "";
+	int n = 0;
 
 	for (size_t i = 0; i < NCMDS; i++)
 		if (!strcmp(name, cmds[i].name))
@@ -270,16 +289,14 @@ static const struct cmd *find_cmd(const char *name)
 		if (strncmp(name, cmds[i].name, strlen(name)))
 			continue;
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-			 *list ? ", " : "", cmds[i].name);
-		if (found) {
-			errx("ambiguous command '%s' (%s)", name, list);
-			return NULL;
-		}
+			 n++ ? ", " : "", cmds[i].name);
 		found = &cmds[i];
 	}
-	if (!found)
+	if (n > 1)
+		errx("ambiguous command '%s' (%s)", name, list);
+	else if (!n)
 		errx("unknown command '%s' (see 'kpctl help')", name);
-	return found;
+	return n == 1 ? found : NULL;
 }
 
 /* -j anywhere (before "--") asks for JSON, also for what goes wrong first. */
@@ -293,9 +310,6 @@ static void early_json(int argc, char **argv)
 static int run(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "btf", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -303,31 +317,14 @@ static int run(int argc, char **argv)
 	const struct cmd *cmd;
 	int c;
 
-	/* The global options before the command ("+": stop at it). */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:jvh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'B':
-			env.btf_path = optarg;
-			break;
-		case 'j':
-			env.json = true;
-			break;
-		case 'v':
-			env.verbose = true;
-			break;
-		case 'h':
+	/* The options before the command ("+": stop at it). */
+	optind = 0;
+	while ((c = cmd_getopt(argc, argv, "+h", opts)) != -1) {
+		if (c == 'h')
 			return show_help(usage);
-		case 'V':
-			return cmd_version(1, argv);
-		case ':':
-			errx("option '%s' needs a value", argv[optind - 1]);
-			usage(stderr);
-			return EXIT_USAGE;
-		default:
-			errx("unknown option '%s' (see 'kpctl help')", argv[optind - 1]);
-			return EXIT_USAGE;
-		}
+		if (c == 'V')
+			return cmd_version(1, (char *[]){ "version", NULL });
+		return EXIT_USAGE;
 	}
 	if (optind >= argc) {
 		errx("no command given (see 'kpctl help')");
@@ -350,6 +347,7 @@ int main(int argc, char **argv)
 	struct rlimit rl;
 	int ret;
 
+	argv[0] = "kpctl";
 	early_json(argc, argv);
 	libbpf_set_print(libbpf_print);
 	/* Two fds per kprobe link (perf event and link): allow thousands. */

@@ -181,8 +181,7 @@ static int parse_links_opts(int argc, char **argv, struct links_opts *o)
 		case 'h':
 			return show_help(usage_links);
 		default:
-			usage_links(stderr);
-			return EXIT_USAGE;
+			return EXIT_USAGE;	/* said by cmd_getopt() */
 		}
 	}
 	if (optind != argc) {

@@ -232,8 +232,7 @@ static int parse_regs_opts(int argc, char **argv, struct regs_opts *o)
 		case 'h':
 			return show_help(usage_regs);
 		default:
-			usage_regs(stderr);
-			return EXIT_USAGE;
+			return EXIT_USAGE;	/* said by cmd_getopt() */
 		}
 	}
 	if (argc - optind != 1) {

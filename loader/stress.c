@@ -432,8 +432,7 @@ static int parse_stress_opts(int argc, char **argv, struct stress_opts *o)
 		case 'h':
 			return show_help(usage_stress);
 		default:
-			usage_stress(stderr);
-			return EXIT_USAGE;
+			return EXIT_USAGE;	/* said by cmd_getopt() */
 		}
 	}
 	if (optind != argc) {

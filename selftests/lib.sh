@@ -103,6 +103,28 @@ kmsg_since() {
 # No kprobe is left registered (all tests clean up after themselves). The
 # kernel releases a detached BPF kprobe in a worker, a grace period or so
 # after the detach returned (debug.kprobes-fast-detach), so allow 10 s.
+# kpctl's JSON contract (docs/kpctl.md): with -j, stdout is exactly one JSON
+# object with "schema": 1, also when kpctl fails; exit 2 (bad usage) and 3
+# (cannot run here) come with a string "error". assert_kpctl_json OUT RC WHAT
+# checks that of the stdout OUT of a kpctl -j that exited RC; kpctl_j ARGS...
+# runs "$KPCTL" -j ARGS, checks it, prints its stdout and returns its status
+# (stderr passes through).
+assert_kpctl_json() { # OUT RC WHAT
+	jq -e -s 'length == 1 and (.[0] | type == "object" and .schema == 1)' \
+		<<< "$1" > /dev/null 2>&1 ||
+		fail_test "$3: stdout is not one JSON object with \"schema\": 1 (exit $2): ${1:0:300}"
+	case $2 in
+	2|3) jq -e '.error | type == "string" and length > 0' <<< "$1" > /dev/null ||
+		fail_test "$3: exit $2 without an \"error\": ${1:0:300}" ;;
+	esac
+}
+kpctl_j() { # ARGS...
+	local o rc
+	o=$("$KPCTL" -j "$@"); rc=$?
+	assert_kpctl_json "$o" $rc "kpctl -j $*"
+	printf '%s\n' "$o"
+	return $rc
+}
 assert_no_kprobes() {
 	local left i
 	for i in $(seq 100); do

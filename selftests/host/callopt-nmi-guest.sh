@@ -51,11 +51,11 @@ done
 note "NMIs arrive (cpus: $(nproc)); probe $SPEC"
 
 results=()
-run_pass() { # MECHANISM: callopt | optimized | int3
+run_pass() { # MECHANISM: callopt | jmpopt | int3
 	local mech=$1 kp line linked=0 ok=0 calls0 calls1 nmis0 nmis1 hits missed got t0
 	case $mech in
 	callopt) echo 1 > $CALLOPT; echo 1 > $OPT ;;
-	optimized) echo 0 > $CALLOPT; echo 1 > $OPT ;;
+	jmpopt) echo 0 > $CALLOPT; echo 1 > $OPT ;;
 	int3) echo 1 > $CALLOPT; echo 0 > $OPT ;;
 	esac
 	"$KPCTL" -j attach --duration 0 "$SPEC" > /tmp/nmi-$mech.json 2> /tmp/nmi-$mech.err &
@@ -68,7 +68,7 @@ run_pass() { # MECHANISM: callopt | optimized | int3
 		if [ "$linked" = 1 ] && [ -n "$line" ] && [[ $line != *DISABLED* ]]; then
 			case $mech in
 			callopt) [[ $line == *'[CALLOPT]'* ]] && ok=1 ;;
-			optimized) [[ $line == *'[OPTIMIZED]'* && $line != *CALLOPT* ]] && ok=1 ;;
+			jmpopt) [[ $line == *'[OPTIMIZED]'* && $line != *CALLOPT* ]] && ok=1 ;;
 			int3) [[ $line != *OPTIMIZED* ]] && ok=1 ;;
 			esac
 		fi
@@ -103,7 +103,7 @@ run_pass() { # MECHANISM: callopt | optimized | int3
 	assert_no_kprobes
 }
 
-for mech in callopt optimized int3; do
+for mech in callopt jmpopt int3; do
 	run_pass $mech
 done
 echo 1 > $CALLOPT

@@ -25,7 +25,7 @@ assert_rc 2 "$KPCTL" attach
 assert_rc 2 "$KPCTL" no-such-command
 
 # Unprivileged users cannot attach, and are told why.
-assert_rc 1 setpriv --reuid=65534 --regid=65534 --clear-groups "$KPCTL" attach "$GETPGID_FUNC"
+assert_rc 3 setpriv --reuid=65534 --regid=65534 --clear-groups "$KPCTL" attach "$GETPGID_FUNC"
 assert_match "$out" "needs root|permission" "unprivileged message"
 assert_no_kprobes
 

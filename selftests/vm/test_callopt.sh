@@ -42,7 +42,7 @@ assert_eq "$(field '.probes[0].hits')" 10 "hits at the multi-instruction site"
 # debug.kprobes-callopt=0: new probes get the stock jump optimization.
 echo 0 > $CALLOPT
 json=$("$KPCTL" -j attach --trigger 100 --wait-opt 20 "$SITE") || fail "attach: $json"
-assert_eq "$(field '.probes[0].mechanism')" optimized "mechanism with callopt off"
+assert_eq "$(field '.probes[0].mechanism')" jmpopt "mechanism with callopt off"
 assert_eq "$(field '.probes[0].hits')" 100 "hits with callopt off"
 echo 1 > $CALLOPT
 

@@ -9,10 +9,10 @@ F=$GETPGID_FUNC
 
 # --cost: a number for each probe getpgid(0) reaches, null for one it does
 # not reach (the error path), and --trigger still counts exactly.
-unreached=$("$KPCTL" -j explain "$F" |
+unreached=$(kpctl_j explain "$F" |
 	jq -r '[.sites[] | select(.mechanism == "callopt")] | last | .offset') ||
 	fail "explain failed"
-json=$("$KPCTL" -j attach --cost 5000 --trigger 300 --wait-opt 2 \
+json=$(kpctl_j attach --cost 5000 --trigger 300 --wait-opt 2 \
 	"$F" "$F+$GETPGID_SINGLE" "$F+$unreached") || fail "attach --cost: $json"
 note "$json"
 field() { jq -r "$1" <<< "$json"; }
@@ -38,7 +38,7 @@ assert_no_kprobes
 # pt_regs, the single-instruction site callopt, and the debugfs fallback
 # (KPCTL_MECH_SOURCE=debugfs) agrees with it.
 specs=("$F" "$F+$GETPGID_MID" "$F+$GETPGID_SINGLE")
-json=$("$KPCTL" -j attach --wait-opt 10 --trigger 10 "${specs[@]}") || fail "attach: $json"
+json=$(kpctl_j attach --wait-opt 10 --trigger 10 "${specs[@]}") || fail "attach: $json"
 note "$json"
 if [ "$(field '.probes[0].link_info.mechanism')" != 0 ]; then
 	note "the kernel reports mechanisms in bpf_link_info"
@@ -56,7 +56,7 @@ if [ "$(field '.probes[0].link_info.mechanism')" != 0 ]; then
 		assert_eq "$(field '.probes[2].mechanism')" callopt "mechanism at +$GETPGID_SINGLE"
 		assert_eq "$(field '.probes[2].full_regs')" true "full regs at +$GETPGID_SINGLE"
 	fi
-	fallback=$(KPCTL_MECH_SOURCE=debugfs "$KPCTL" -j attach --wait-opt 10 "${specs[@]}") ||
+	fallback=$(KPCTL_MECH_SOURCE=debugfs kpctl_j attach --wait-opt 10 "${specs[@]}") ||
 		fail "attach, debugfs fallback: $fallback"
 	for i in 0 1 2; do
 		assert_eq "$(jq -r ".probes[$i].mechanism_source" <<< "$fallback")" debugfs 			"forced source of probe $i"
@@ -74,7 +74,7 @@ assert_match "$out" "SOURCE +REGS" "source column"
 assert_no_kprobes
 
 # An offset past the function's end would land in the next symbol: refused.
-size=$("$KPCTL" -j explain "$F" | jq -r .size)
+size=$(kpctl_j explain "$F" | jq -r .size)
 for off in "$size" $((size + 16)) 0x100000; do
 	assert_rc 1 "$KPCTL" attach "$F+$off"
 	assert_match "$out" "past the end" "message for +$off"
@@ -82,6 +82,22 @@ for off in "$size" $((size + 16)) 0x100000; do
 done
 assert_rc 2 "$KPCTL" attach --cost 0 "$F"
 assert_rc 2 "$KPCTL" attach --cost x "$F"
+json=$(kpctl_j attach "$F+$size" 2>/dev/null); rc=$?
+assert_eq $rc 1 "exit status past the end, -j"
+assert_match "$(jq -r .error <<< "$json")" "past the end" "past the end, JSON error"
+assert_no_kprobes
+
+# Options after the command and after the specs, -j among them; a unique
+# prefix of the command does.
+json=$("$KPCTL" att "$F" --trigger 100 -j) || fail "att SPEC --trigger 100 -j: $json"
+assert_kpctl_json "$json" 0 "att SPEC --trigger 100 -j"
+assert_eq "$(jq -r .probes[0].hits <<< "$json")" 100 "hits with --trigger after the spec"
+assert_eq "$(jq -r '.probes | length' <<< "$json")" 1 "probes with options after the spec"
+assert_eq "$(jq -r '.detach_ms.n' <<< "$json")" 1 "detach_ms.n"
+assert_no_kprobes
+# Negative control: after "--", an option is a spec (and a bad one).
+assert_rc 2 "$KPCTL" attach "$F" -- --trigger
+assert_match "$out" "bad probe '--trigger'" "an option after --"
 
 # Ctrl-C in the middle of attaching 3000 probes.
 specs=()
@@ -98,6 +114,20 @@ wait $pid
 rc=$?
 assert_eq $rc 1 "exit status after Ctrl-C"
 assert_match "$(cat /tmp/attach.err)" "interrupted while attaching" "Ctrl-C message"
+assert_no_kprobes
+# The same with -j: the error as JSON.
+"$KPCTL" attach -j "${specs[@]}" > /tmp/attach.out 2> /tmp/attach.err &
+pid=$!
+for _ in $(seq 200); do
+	[ "$(wc -l < $KPROBES_LIST)" -ge 3 ] && break
+	sleep 0.05
+done
+kill -INT $pid
+wait $pid
+rc=$?
+assert_eq $rc 1 "exit status after Ctrl-C, -j"
+assert_kpctl_json "$(cat /tmp/attach.out)" $rc "attach -j, Ctrl-C"
+assert_match "$(jq -r .error /tmp/attach.out)" "interrupted while attaching" "Ctrl-C, JSON error"
 assert_no_kprobes
 
 assert_rc 0 "$KPCTL" attach --help

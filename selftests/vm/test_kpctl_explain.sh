@@ -13,13 +13,13 @@ CALLOPT=/proc/sys/debug/kprobes-callopt
 restore() { [ -e $CALLOPT ] && echo 1 > $CALLOPT; }
 trap restore EXIT
 
-json=$("$KPCTL" -j explain "$F") || fail "explain: $json"
+json=$(kpctl_j explain "$F") || fail "explain: $json"
 jq -e . <<< "$json" > /dev/null || fail "explain output is not JSON"
 field() { jq -r "$1" <<< "$json"; }
 note "$("$KPCTL" explain "$F")"
 mjson=$json
 if [ "$M" != "$F" ]; then
-	mjson=$("$KPCTL" -j explain "$M") || fail "explain $M: $mjson"
+	mjson=$(kpctl_j explain "$M") || fail "explain $M: $mjson"
 	note "$("$KPCTL" explain "$M")"
 fi
 size=$(field .size)
@@ -58,7 +58,8 @@ note "%gs site: $F+$gs_hex, predicted $gs_mech"
 assert_match "$(site_field "$json" "$gs" reason)" \
 	"^not callopt: .*%gs operand: the preempt count callopt raises is %gs-relative per-CPU data" \
 	"reason at $F+$gs_hex"
-out=$("$KPCTL" -j attach --wait-opt 10 "$F+$gs_hex" 2>&1) || fail "attach $F+$gs_hex: $out"
+out=$(kpctl_j attach --wait-opt 10 "$F+$gs_hex" 2>/tmp/kpctl.err) ||
+	fail "attach $F+$gs_hex: $out $(cat /tmp/kpctl.err)"
 assert_eq "$(jq -r '.probes[0].mechanism' <<< "$out")" "$gs_mech" "observed at $F+$gs_hex"
 assert_no_kprobes
 
@@ -76,13 +77,15 @@ check_all() { # FUNC JSON: every prediction holds
 	local func=$1 off mech want got rc n=0
 	while read -r off want; do
 		case $want in
-		optimized|callopt) wait=10 ;; int3) wait=1 ;; *) wait=2 ;;
+		jmpopt|callopt) wait=10 ;; int3) wait=1 ;; *) wait=2 ;;
 		esac
-		out=$("$KPCTL" -j attach --wait-opt $wait "$func+$off" 2>&1); rc=$?
+		out=$(kpctl_j attach --wait-opt $wait "$func+$off" 2>/tmp/kpctl.err); rc=$?
 		if [ "$want" = refused ]; then
 			[ $rc = 1 ] || fail "$func+$off: predicted refused, attach exited $rc: $out"
+			jq -e '.error | test("cannot attach")' <<< "$out" > /dev/null ||
+				fail "$func+$off: refused without a JSON error: $out"
 		else
-			[ $rc = 0 ] || fail "$func+$off: predicted $want, attach failed: $out"
+			[ $rc = 0 ] || fail "$func+$off: predicted $want, attach failed: $out $(cat /tmp/kpctl.err)"
 			got=$(jq -r '.probes[0].mechanism' <<< "$out")
 			[ "$got" = "$want" ] || fail "$func+$off: predicted $want, got $got"
 		fi
@@ -96,30 +99,30 @@ check_all "$F" "$json"
 [ "$M" = "$F" ] || check_all "$M" "$mjson"
 
 # --verify does the same in one process.
-v=$("$KPCTL" -j explain --verify --wait-opt 10 "$F") || fail "explain --verify: $v"
+v=$(kpctl_j explain --verify --wait-opt 10 "$F") || fail "explain --verify: $v"
 assert_eq "$(jq -r .verify.mismatches <<< "$v")" 0 "--verify mismatches"
 assert_eq "$(jq -r .verify.checked <<< "$v")" "$(field '.sites | length')" "--verify checked"
 assert_no_kprobes
 
 # With callopt off, the predictions change and still hold.
 echo 0 > $CALLOPT
-off_json=$("$KPCTL" -j explain "$F") || fail "explain with callopt off: $off_json"
+off_json=$(kpctl_j explain "$F") || fail "explain with callopt off: $off_json"
 assert_eq "$(jq -r '[.sites[] | select(.mechanism == "callopt")] | length' <<< "$off_json")" 0 \
 	"callopt predictions with callopt off"
 assert_match "$(jq -r --argjson o $((GETPGID_SINGLE)) '.sites[] | select(.offset == $o) | .reason' \
 	<<< "$off_json")" "callopt is off" "reason with callopt off"
 moff_json=$off_json
 if [ "$M" != "$F" ]; then
-	moff_json=$("$KPCTL" -j explain "$M") || fail "explain $M with callopt off: $moff_json"
+	moff_json=$(kpctl_j explain "$M") || fail "explain $M with callopt off: $moff_json"
 fi
-assert_eq "$(site_field "$moff_json" $((GETPGID_MULTI)) mechanism)" optimized \
+assert_eq "$(site_field "$moff_json" $((GETPGID_MULTI)) mechanism)" jmpopt \
 	"prediction at $M+$GETPGID_MULTI with callopt off"
 check_all "$F" "$off_json"
 [ "$M" = "$F" ] || check_all "$M" "$moff_json"
 echo 1 > $CALLOPT
 
 # --all lists every byte; offsets inside instructions are refused.
-all=$("$KPCTL" -j explain --all "$F") || fail "explain --all: $all"
+all=$(kpctl_j explain --all "$F") || fail "explain --all: $all"
 assert_eq "$(jq -r '.sites | length' <<< "$all")" $((size + 1)) "--all site count"
 assert_match "$(jq -r --argjson o $((GETPGID_MIDINSN)) '.sites[] | select(.offset == $o) | .reason' \
 	<<< "$all")" "not on an instruction boundary" "reason inside an instruction"
@@ -142,7 +145,7 @@ assert_no_kprobes
 bl=$(awk 'NR == FNR { n[$3]++; next } n[$2] == 1 && $2 !~ /^__/ { print $2; exit }' \
 	/proc/kallsyms /sys/kernel/debug/kprobes/blacklist)
 [ -n "$bl" ] || fail "empty kprobes blacklist"
-bj=$("$KPCTL" -j explain "$bl" 2>&1)
+bj=$(kpctl_j explain "$bl" 2>/dev/null)
 if [ $? = 0 ]; then
 	assert_eq "$(jq -r '[.sites[].mechanism] | unique | join(",")' <<< "$bj")" refused \
 		"predictions in blacklisted $bl"
@@ -156,13 +159,17 @@ assert_no_kprobes
 # Bad input.
 assert_rc 1 "$KPCTL" explain kpx_no_such_function_xyz
 assert_match "$out" "no such function" "unknown function message"
+out=$(kpctl_j explain kpx_no_such_function_xyz 2>/dev/null)
+assert_match "$(jq -r .error <<< "$out")" "no such function" "unknown function, JSON error"
 assert_rc 2 "$KPCTL" explain "$F+4"
 assert_rc 2 "$KPCTL" explain
 assert_rc 2 "$KPCTL" explain --no-such-option "$F"
 assert_rc 1 "$KPCTL" explain --vmlinux /nonexistent "$F"
 assert_match "$out" "cannot read the kernel image" "missing vmlinux message"
-assert_rc 1 setpriv --reuid=65534 --regid=65534 --clear-groups "$KPCTL" explain "$F"
+assert_rc 3 setpriv --reuid=65534 --regid=65534 --clear-groups "$KPCTL" explain "$F"
 assert_match "$out" "root|permission" "unprivileged message"
+assert_rc 3 setpriv --reuid=65534 --regid=65534 --clear-groups "$KPCTL" explain -j "$F"
+assert_kpctl_json "$(grep '^{' <<< "$out")" 3 "explain -j, unprivileged"
 assert_rc 0 "$KPCTL" explain --help
 assert_match "$out" "Examples" "explain --help"
 assert_no_kprobes

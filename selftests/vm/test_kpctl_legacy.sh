@@ -18,7 +18,7 @@ assert_eq "$(libbpf_events)" 0 "libbpf events before"
 want=(ftrace callopt ftrace)
 specs=("$F" "$F+$GETPGID_SINGLE" "$F%return")
 for i in 0 1 2; do
-	json=$("$KPCTL" -j attach --legacy --wait-opt 5 --trigger $N "${specs[$i]}") ||
+	json=$(kpctl_j attach --legacy --wait-opt 5 --trigger $N "${specs[$i]}") ||
 		fail "attach --legacy ${specs[$i]}: $json"
 	note "$(jq -c '.probes[0] | {spec, mechanism, mechanism_source, hits}' <<< "$json")"
 	assert_eq "$(jq -r .probes[0].hits <<< "$json")" $N "hits at ${specs[$i]} (legacy)"
@@ -49,6 +49,7 @@ traced=$(grep -c "perl-.*${ev#*/}:" $T/trace)
 note "ftrace recorded $traced hits of perl"
 assert_eq "$traced" $N "hits of perl in ftrace's buffer"
 wait $kp || fail "kpctl --legacy --duration: $(cat /tmp/legacy.err)"
+assert_kpctl_json "$(cat /tmp/legacy.json)" 0 "kpctl -j attach --legacy --duration"
 hits=$(jq -r .probes[0].hits /tmp/legacy.json)
 note "BPF counted $hits hits (all processes) in 6 s"
 [ "$hits" -ge $N ] || fail "BPF counted $hits hits while ftrace recorded $N of perl's"

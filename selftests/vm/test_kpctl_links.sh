@@ -36,11 +36,11 @@ check_links() { # JSON N WHAT
 	assert_eq "$(int .late_runs)" 0 "$what: late runs"
 	assert_eq "$(int .late_check.flagged)" 0 "$what: runs that saw the dead flag"
 	assert_eq "$(int '[.mechanisms[]] | add')" "$attached" "$what: mechanisms add up"
-	assert_eq "$(int '[.mechanism_source[]] | add')" "$attached" \
+	assert_eq "$(int '[.mechanism_sources[]] | add')" "$attached" \
 		"$what: mechanism sources add up"
 	# Every link is at a function's entry: the ftrace site, full pt_regs.
 	assert_eq "$(int .mechanisms.ftrace)" "$attached" "$what: ftrace at every entry"
-	assert_eq "$(int .full_regs)" "$attached" "$what: full regs"
+	assert_eq "$(int .full_regs_count)" "$attached" "$what: full regs"
 	assert_num "$(int .functions_hit)" '>' 0 "$what: functions hit"
 	jq -e --arg f "$F" '.functions_hit_sample | index($f) != null' <<< "$json" > /dev/null ||
 		fail "$what: $F (first candidate) not hit"
@@ -53,7 +53,7 @@ check_links() { # JSON N WHAT
 }
 
 start=$(date +%s)
-json=$("$KPCTL" -j links -n 200) || fail "links -n 200: $json"
+json=$(kpctl_j links -n 200) || fail "links -n 200: $json"
 note "$json"
 check_links "$json" 200 "links -n 200"
 jq -r '"attach ms total \(.attach_ms.total) p50 \(.attach_ms.p50) p99 \(.attach_ms.p99);" +
@@ -61,7 +61,7 @@ jq -r '"attach ms total \(.attach_ms.total) p50 \(.attach_ms.p50) p99 \(.attach_
 	" fast_detach \(.fast_detach)"' <<< "$json" | sed 's/^/# /'
 wait_no_kprobes
 
-json=$("$KPCTL" -j links -n 50 --kretprobe --trigger 100 --late 200) ||
+json=$(kpctl_j links -n 50 --kretprobe --trigger 100 --late 200) ||
 	fail "links --kretprobe: $json"
 note "$json"
 assert_eq "$(json_bool "$json" .kretprobe)" true "kretprobe run"
@@ -72,7 +72,7 @@ wait_no_kprobes
 if [ -w "$FAST" ]; then
 	old=$(cat "$FAST")
 	echo 0 > "$FAST"
-	json=$("$KPCTL" -j links -n 30 --trigger 100 --late 200)
+	json=$(kpctl_j links -n 30 --trigger 100 --late 200)
 	rc=$?
 	echo "$old" > "$FAST"
 	[ $rc = 0 ] || fail "links with fast detach off: $json"
@@ -93,7 +93,7 @@ assert_match "$out" "0 late run" "text: late runs"
 wait_no_kprobes
 
 # The negative control: the dead flag set while attached must be caught.
-assert_rc 1 "$KPCTL" -j links -n 5 --control --late 50
+assert_rc 1 kpctl_j links -n 5 --control --late 50
 json=$(sed -n '/^{/p' <<< "$out")
 [ -n "$json" ] || fail "negative control: no JSON in: $out"
 assert_num "$(json_int "$json" .late_runs)" '>' 0 "negative control: late runs"

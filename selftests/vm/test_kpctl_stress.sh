@@ -7,10 +7,10 @@
 F=$GETPGID_FUNC
 N=20
 K=50
-unreached=$("$KPCTL" -j explain "$F" |
+unreached=$(kpctl_j explain "$F" |
 	jq -r '[.sites[] | select(.mechanism == "callopt")] | last | .offset') ||
 	fail "explain failed"
-json=$("$KPCTL" -j stress -n $N -k $K -W 2 --yield \
+json=$(kpctl_j stress -n $N -k $K -W 2 --yield \
 	-s "$F,$F+$GETPGID_MID" -s "$F+$GETPGID_SINGLE" -s "$F+$unreached") ||
 	fail "stress: $json"
 note "$json"
@@ -51,7 +51,7 @@ assert_match "$out" "$F\+0x[0-9a-f]+" "default mid-function site"
 assert_no_kprobes
 
 # --duration stops early.
-json=$("$KPCTL" -j stress -n 100000 -d 2 -W 1 -s "$F+$GETPGID_SINGLE") || fail "stress -d: $json"
+json=$(kpctl_j stress -n 100000 -d 2 -W 1 -s "$F+$GETPGID_SINGLE") || fail "stress -d: $json"
 assert_num "$(int .iterations)" '<' 100000 "iterations with --duration 2"
 assert_no_kprobes
 

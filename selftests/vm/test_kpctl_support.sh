@@ -3,7 +3,8 @@
 # namespace: no BTF (/sys/kernel/btf hidden, or --btf/KPCTL_BTF naming a
 # missing file), no kprobe PMU (/sys/bus/event_source/devices hidden), no
 # kprobes at all (register_kprobe also gone from /proc/kallsyms), no debugfs.
-# Each gets a clear message and exit 1, and leaves nothing behind.
+# Each gets a clear message and exit 3 (kpctl cannot run here), with -j as
+# {"schema":1,"error":...} on stdout, and leaves nothing behind.
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
@@ -21,8 +22,12 @@ check_refused() { # REGEX WHAT (runs every kernel-facing command)
 	local cmd
 	for cmd in "attach $F" "links -n 5" "stress -n 1 -s $F" "regs $F" "explain $F"; do
 		# shellcheck disable=SC2086
-		assert_rc 1 in_ns "$KPCTL" $cmd
+		assert_rc 3 in_ns "$KPCTL" $cmd
 		assert_match "$out" "$1" "$2: kpctl $cmd"
+		# shellcheck disable=SC2086
+		json=$(in_ns "$KPCTL" $cmd -j 2>/dev/null)
+		assert_kpctl_json "$json" 3 "$2: kpctl $cmd -j"
+		assert_match "$(jq -r .error <<< "$json")" "$1" "$2: kpctl $cmd -j, error"
 	done
 	assert_no_kprobes
 	assert_eq "$(kpctl_progs)" "$progs_before" "$2: BPF programs left behind"
@@ -34,10 +39,13 @@ check_refused "kernel has no BTF \(CONFIG_DEBUG_INFO_BTF\): /sys/kernel/btf/vmli
 	"no BTF"
 # The same through the override, and the override that works.
 SETUP=true
-assert_rc 1 env KPCTL_BTF=/nonexistent/vmlinux "$KPCTL" attach "$F"
+assert_rc 3 env KPCTL_BTF=/nonexistent/vmlinux "$KPCTL" attach "$F"
 assert_match "$out" "kernel has no BTF .*/nonexistent/vmlinux is missing \(KPCTL_BTF\)" "KPCTL_BTF"
-assert_rc 1 "$KPCTL" --btf /nonexistent/vmlinux -j links -n 3
+assert_rc 3 "$KPCTL" --btf /nonexistent/vmlinux -j links -n 3
 assert_match "$out" "kernel has no BTF .*\(--btf\)" "--btf"
+json=$(kpctl_j --btf /nonexistent/vmlinux links -n 3 2>/dev/null); rc=$?
+assert_eq $rc 3 "exit status, --btf missing, -j"
+assert_match "$(jq -r .error <<< "$json")" "kernel has no BTF .*\(--btf\)" "--btf, JSON error"
 assert_no_kprobes
 assert_eq "$(kpctl_progs)" "$progs_before" "BPF programs left behind (--btf)"
 assert_rc 0 env KPCTL_BTF=/sys/kernel/btf/vmlinux "$KPCTL" attach --trigger 5 "$F"
@@ -59,6 +67,7 @@ check_refused "the kernel has no kprobes \(CONFIG_KPROBES" "no kprobes"
 SETUP='umount -l /sys/kernel/debug'
 json=$(in_ns "$KPCTL" -j attach --trigger 5 "$F" 2>/tmp/nodebugfs.err) ||
 	fail "attach without debugfs: $json $(cat /tmp/nodebugfs.err)"
+assert_kpctl_json "$json" 0 "attach -j without debugfs"
 note "$json"
 if [ "$(jq -r '.probes[0].link_info.mechanism' <<< "$json")" != 0 ]; then
 	assert_eq "$(jq -r '.probes[0].mechanism_source' <<< "$json")" link_info "source"
@@ -66,6 +75,7 @@ if [ "$(jq -r '.probes[0].link_info.mechanism' <<< "$json")" != 0 ]; then
 fi
 json=$(KPCTL_MECH_SOURCE=debugfs in_ns "$KPCTL" -j attach --trigger 5 "$F" \
 	2>/tmp/nodebugfs.err) || fail "attach without debugfs, forced: $json"
+assert_kpctl_json "$json" 0 "attach -j without debugfs, forced"
 assert_eq "$(jq -r '.probes[0].mechanism' <<< "$json")" unknown "mechanism, no source"
 assert_eq "$(jq -r '.probes[0].mechanism_source' <<< "$json")" none "source, none"
 assert_eq "$(jq -r '.probes[0].full_regs' <<< "$json")" null "full_regs, no source"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The walking skeleton: a BPF kprobe at the getpgid function's entry and one mid-function
 # count exactly the getpgid() calls that trigger them; the entry probe is on
-# ftrace, the mid-function one is optimized or int3.
+# ftrace, the mid-function one is callopt, jmpopt or int3.
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 N=1000
@@ -11,7 +11,7 @@ note "$json"
 jq -e . <<< "$json" > /dev/null || fail "kpctl output is not JSON"
 assert_eq "$(jq -r '.probes | length' <<< "$json")" 2 "probe count"
 assert_eq "$(jq -r '.probes[0].mechanism' <<< "$json")" ftrace "entry mechanism"
-assert_match "$(jq -r '.probes[1].mechanism' <<< "$json")" '^(callopt|optimized|int3)$' "mid-function mechanism"
+assert_match "$(jq -r '.probes[1].mechanism' <<< "$json")" '^(callopt|jmpopt|int3)$' "mid-function mechanism"
 for i in 0 1; do
 	assert_eq "$(jq -r ".probes[$i].hits" <<< "$json")" $N "hits of probe $i"
 	assert_eq "$(jq -r ".probes[$i].missed" <<< "$json")" 0 "missed of probe $i"
