@@ -398,7 +398,8 @@ int cmd_attach(int argc, char **argv)
 	}
 
 	t0 = kpx_now_ms();
-	while (!probes_settled(probes, n) && kpx_now_ms() - t0 < o.wait_opt * 1e3 && !stop_requested)
+	while (!probes_settled(probes, n) && kpx_now_ms() - t0 < o.wait_opt * 1e3 &&
+	       !stop_requested)
 		usleep(20000);
 	if (o.cost_calls)
 		reset_counts(skel, n);

@@ -186,14 +186,18 @@ static const struct cmd {
 	int (*func)(int argc, char **argv);
 	const char *help;
 } cmds[] = {
-	{ "attach", cmd_attach, "attach SPEC...   attach counting BPF kprobes, show mechanism, hits, cost" },
+	{ "attach", cmd_attach,
+	  "attach SPEC...   attach counting BPF kprobes, show mechanism, hits, cost" },
 	{ "explain", cmd_explain,
 	  "explain FUNC     which mechanism a probe at each offset of FUNC gets, and why" },
-	{ "regs", cmd_regs, "regs SPEC        capture the pt_regs a handler sees at SPEC (--compare: with\n"
+	{ "regs", cmd_regs,
+	  "regs SPEC        capture the pt_regs a handler sees at SPEC (--compare: with\n"
 	  "                   the current mechanism and with int3, and check they agree)" },
-	{ "stress", cmd_stress, "stress           attach/detach probes in a loop while threads hit them;\n"
+	{ "stress", cmd_stress,
+	  "stress           attach/detach probes in a loop while threads hit them;\n"
 	  "                   latency percentiles and exact hit accounting" },
-	{ "links", cmd_links, "links            attach one BPF kprobe link to each of N kernel functions,\n"
+	{ "links", cmd_links,
+	  "links            attach one BPF kprobe link to each of N kernel functions,\n"
 	  "                   time attach and detach per link, check that no program\n"
 	  "                   runs after detach and a grace period" },
 	{ "help", cmd_help, "help             this help" },

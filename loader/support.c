@@ -43,14 +43,14 @@ int require_kprobes(void)
 		return 0;	/* sysfs not mounted: cannot tell, let the kernel answer */
 	has = kallsyms_has("register_kprobe");
 	if (has == 0) {
-		errx_unavailable("the kernel has no kprobes (CONFIG_KPROBES is off: no register_kprobe in "
-		     "/proc/kallsyms, no kprobe PMU at %s); BPF kprobes cannot be attached",
-		     KPROBE_PMU);
+		errx_unavailable("the kernel has no kprobes (CONFIG_KPROBES is off: no "
+				 "register_kprobe in /proc/kallsyms, no kprobe PMU at %s); BPF "
+				 "kprobes cannot be attached", KPROBE_PMU);
 		return -EOPNOTSUPP;
 	}
 	errx_unavailable("the kernel has no kprobe PMU (%s is absent: CONFIG_KPROBE_EVENTS or "
-	     "CONFIG_PERF_EVENTS is off%s); BPF kprobes cannot be attached", KPROBE_PMU,
-	     has > 0 ? ", although kprobes are built in" : "");
+			 "CONFIG_PERF_EVENTS is off%s); BPF kprobes cannot be attached",
+			 KPROBE_PMU, has > 0 ? ", although kprobes are built in" : "");
 	return -EOPNOTSUPP;
 }
 
@@ -76,12 +76,12 @@ int require_btf(const char **custom_path)
 		int err = errno;
 
 		if (err == ENOENT)
-			errx_unavailable("kernel has no BTF (CONFIG_DEBUG_INFO_BTF): %s is missing%s%s%s; "
-			     "CO-RE programs cannot load", check, path ? " (" : "",
-			     path ? what : "", path ? ")" : "");
+			errx_unavailable("kernel has no BTF (CONFIG_DEBUG_INFO_BTF): %s is "
+					 "missing%s%s%s; CO-RE programs cannot load", check,
+					 path ? " (" : "", path ? what : "", path ? ")" : "");
 		else
-			errx_unavailable("cannot read the kernel's BTF at %s: %s; CO-RE programs cannot load",
-			     check, strerror(err));
+			errx_unavailable("cannot read the kernel's BTF at %s: %s; CO-RE programs "
+					 "cannot load", check, strerror(err));
 		return -ENOENT;
 	}
 	*custom_path = path;
