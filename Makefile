@@ -28,7 +28,8 @@ SELFTEST_BPF := $(BUILD)/selftests-bpf/bpftool_kprobe.bpf.o
 .PHONY: all deps kernel kernel-src kernel-debug kernel-export kernel-config \
 	tools libbpf bpftool loader stress modules modules-debug run check check-stock check-debug soak clean distclean
 
-all: kernel tools loader stress modules $(BUILD)/sites.env $(BUILD)/callopt-sites.env $(SELFTEST_BPF)
+all: kernel tools loader stress modules $(BUILD)/sites.env $(BUILD)/callopt-sites.env $(SELFTEST_BPF) \
+	$(BUILD)/kpctl.8
 
 # --- dependencies -----------------------------------------------------------
 deps:
@@ -111,6 +112,14 @@ $(BUILD)/sites-debug.env: $(BUILD)/vmlinux-debug scripts/gen-sites scripts/mid-o
 # --- BPF programs, loader, test modules --------------------------------------
 loader: tools
 	@$(MAKE) -s -C loader BUILD=$(BUILD) CLANG=$(CLANG) LLVM_STRIP=$(LLVM_STRIP)
+
+# kpctl(8) from loader/Documentation/kpctl.rst (rst2man); man -l build/kpctl.8.
+# The completion is loader/bash-completion/kpctl. scripts/kpctl-doc check
+# (host/test_kpctl_doc) keeps both in step with kpctl's help.
+.PHONY: man
+man: $(BUILD)/kpctl.8
+$(BUILD)/kpctl.8: loader/Documentation/kpctl.rst scripts/kpctl-doc | deps
+	@scripts/kpctl-doc man -o $@ $<
 
 stress: tools
 	@$(MAKE) -s -C selftests/stress BUILD=$(BUILD) CLANG=$(CLANG) LLVM_STRIP=$(LLVM_STRIP)
