@@ -44,7 +44,8 @@ kernel-config: kernel-src
 
 kernel: kernel-config
 	@echo "kernel: building in $(KOBJ)"
-	@flock $(BUILD)/.kbuild.lock $(KMAKE) O=$(KOBJ) all > $(BUILD)/kbuild.log 2>&1 || \
+	@flock $(BUILD)/.kbuild.lock scripts/kbuild-progress kernel $(BUILD)/kbuild.log -- \
+		$(KMAKE) O=$(KOBJ) all || \
 		{ tail -40 $(BUILD)/kbuild.log; echo "kernel: build failed, see build/kbuild.log"; exit 1; }
 	@scripts/update-file $(KOBJ)/arch/x86/boot/bzImage $(BUILD)/bzImage
 	@scripts/update-file $(KOBJ)/vmlinux $(BUILD)/vmlinux
@@ -53,7 +54,8 @@ kernel: kernel-config
 kernel-debug: kernel-src
 	@scripts/kernel-config $(KSRC) $(KOBJ_DEBUG) kernel/configs/vm.config kernel/configs/debug.config
 	@echo "kernel-debug: building in $(KOBJ_DEBUG)"
-	@flock $(BUILD)/.kbuild.lock $(KMAKE) O=$(KOBJ_DEBUG) all > $(BUILD)/kbuild-debug.log 2>&1 || \
+	@flock $(BUILD)/.kbuild.lock scripts/kbuild-progress kernel-debug $(BUILD)/kbuild-debug.log -- \
+		$(KMAKE) O=$(KOBJ_DEBUG) all || \
 		{ tail -40 $(BUILD)/kbuild-debug.log; echo "kernel-debug: build failed, see build/kbuild-debug.log"; exit 1; }
 	@scripts/update-file $(KOBJ_DEBUG)/arch/x86/boot/bzImage $(BUILD)/bzImage-debug
 	@scripts/update-file $(KOBJ_DEBUG)/vmlinux $(BUILD)/vmlinux-debug
