@@ -445,23 +445,43 @@ static void finish_site(struct site *s, int i)
 	}
 }
 
+/* One JSON line per site (libkpx's writer: site names and reasons escaped). */
 static void json_site(FILE *f, const struct site *s, int i)
 {
-	fprintf(f, "{\"idx\":%d,\"addr\":\"0x%llx\",\"site\":\"%s+0x%lx\",\"func\":\"%s\","
-		"\"off\":%lu,\"how\":\"%s\",\"group\":\"%s\",\"class\":\"%s\",\"len\":%d,"
-		"\"bytes\":\"%s\",\"notes\":\"%s\",\"live\":\"%s\",\"live16\":\"%s\",\"live_same\":%s,\"blacklisted\":%s,"
-		"\"batch\":%d,\"result\":\"%s\",\"errno\":%d,\"error\":\"%s\",\"why\":\"%s\","
-		"\"link_addr\":\"0x%llx\",\"mechanism\":\"%s\",\"mech_settle\":\"%s\","
-		"\"mech_source\":\"%s\",\"debugfs\":\"%s\",\"hits\":%llu,\"missed\":%llu,"
-		"\"attach_ms\":%.3f}\n",
-		i, s->addr, s->func, s->off, s->func, s->off, s->by_addr ? "addr" : "sym",
-		s->group, s->cls, s->len, s->bytes, s->notes, s->live, s->live16,
-		!strncmp(s->live, s->bytes, 2 * s->len) ? "true" : "false",
-		s->in_blacklist ? "true" : "false", s->batch, result_names[s->result], s->err,
-		s->err ? strerrorname_np(s->err) ?: "?" : "", s->why, s->link_addr,
-		s->mech[0] ? s->mech : "none", s->mech_settle[0] ? s->mech_settle : "none",
-		s->mech_source ? s->mech_source : "none", s->flags, s->hits, s->missed,
-		s->attach_ms);
+	struct kpx_json w;
+
+	jw_init(&w, f);
+	jw_start_object(&w);
+	jw_int_field(&w, "idx", i);
+	jw_hex_field(&w, "addr", s->addr);
+	jw_name(&w, "site");
+	jw_stringf(&w, "%s+0x%lx", s->func, s->off);
+	jw_string_field(&w, "func", s->func);
+	jw_uint_field(&w, "off", s->off);
+	jw_string_field(&w, "how", s->by_addr ? "addr" : "sym");
+	jw_string_field(&w, "group", s->group);
+	jw_string_field(&w, "class", s->cls);
+	jw_int_field(&w, "len", s->len);
+	jw_string_field(&w, "bytes", s->bytes);
+	jw_string_field(&w, "notes", s->notes);
+	jw_string_field(&w, "live", s->live);
+	jw_string_field(&w, "live16", s->live16);
+	jw_bool_field(&w, "live_same", !strncmp(s->live, s->bytes, 2 * s->len));
+	jw_bool_field(&w, "blacklisted", s->in_blacklist);
+	jw_int_field(&w, "batch", s->batch);
+	jw_string_field(&w, "result", result_names[s->result]);
+	jw_int_field(&w, "errno", s->err);
+	jw_string_field(&w, "error", s->err ? strerrorname_np(s->err) ?: "?" : "");
+	jw_string_field(&w, "why", s->why);
+	jw_hex_field(&w, "link_addr", s->link_addr);
+	jw_string_field(&w, "mechanism", s->mech[0] ? s->mech : "none");
+	jw_string_field(&w, "mech_settle", s->mech_settle[0] ? s->mech_settle : "none");
+	jw_string_field(&w, "mech_source", s->mech_source ? s->mech_source : "none");
+	jw_string_field(&w, "debugfs", s->flags);
+	jw_uint_field(&w, "hits", s->hits);
+	jw_uint_field(&w, "missed", s->missed);
+	jw_float_field(&w, "attach_ms", 3, s->attach_ms);
+	jw_end_object(&w);
 }
 
 struct totals {
