@@ -223,7 +223,8 @@ bench: all bench-tool kernel-stock
 
 clean:
 	rm -rf $(BUILD)/kobj $(BUILD)/kobj-debug $(BUILD)/loader $(BUILD)/modules \
-		$(BUILD)/libbpf $(BUILD)/bpftool-obj $(BUILD)/vm $(BUILD)/selftests-bpf
+		$(BUILD)/libbpf $(BUILD)/bpftool-obj $(BUILD)/vm $(BUILD)/selftests-bpf \
+		$(BUILD)/libkpx.a $(BUILD)/bench-obj $(BUILD)/kpctl.8
 distclean:
 	rm -rf $(BUILD)
 
