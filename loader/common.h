@@ -61,6 +61,8 @@ struct probe {
 
 /* kpctl.c: the command line */
 void errx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A warning: to stderr like errx(), but never the error of -j's document. */
+void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* errx(), and kpctl exits 3: it cannot run on this machine. */
 void errx_unavailable(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct kpx_json *json_begin(void);

@@ -62,6 +62,17 @@ void errx(const char *fmt, ...)
 	va_end(ap);
 }
 
+void warnx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "kpctl: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
 void errx_unavailable(const char *fmt, ...)
 {
 	va_list ap;
@@ -222,7 +233,7 @@ static void usage(FILE *f)
 "  --btf FILE       kernel BTF for CO-RE (default: /sys/kernel/btf/vmlinux;\n"
 "                   also $KPCTL_BTF); kpctl refuses to run without it\n"
 "  -h, --help       this help; 'kpctl COMMAND --help' for a command\n"
-"  --version        the version\n"
+"  --version        the version (before the command; also 'kpctl version')\n"
 "\n"
 "Exit status:\n"
 "  0  success\n"

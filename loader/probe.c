@@ -114,9 +114,9 @@ void probe_mechanisms(struct probe *probes, int n)
 	kpx_kprobes_free(&list);
 	if (!list_read && !warned) {
 		warned = true;
-		errx("cannot tell the mechanism: the kernel does not report it in the link "
-		     "info, and %s is not readable (%s; debugfs not mounted, or no "
-		     "CONFIG_DEBUG_FS?)", KPX_KPROBES_LIST, strerror(-list_err));
+		warnx("cannot tell the mechanism: the kernel does not report it in the link "
+		      "info, and %s is not readable (%s; debugfs not mounted, or no "
+		      "CONFIG_DEBUG_FS?)", KPX_KPROBES_LIST, strerror(-list_err));
 	}
 }
 
