@@ -216,7 +216,7 @@ bench-tool: tools
 
 # The stock kernel (build/bzImage-stock) and ours, one VM boot per kernel
 # and measurement mode; prints the table, writes JSON and a chart under
-# build/bench/ (about 20 minutes on 2 cores, once both kernels are built).
+# build/bench/ (about 17 minutes on 2 cores, once both kernels are built).
 # BENCH_ARGS go to scripts/bench (--update-docs: docs/benchmarks.md).
 bench: all bench-tool kernel-stock
 	@scripts/bench $(BENCH_ARGS)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * kpx-bench's BPF programs (bench/bench.c). Every program has the same body:
+ * kpx-bench's BPF programs (selftests/benchs/bench.c). Every program has the same body:
  * one per-CPU counter increment, so that the per-hit figures compare the
  * attach mechanisms and not the programs.
  * - bench_kprobe: BPF kprobe (int3, jump optprobe, callopt, ftrace entry)

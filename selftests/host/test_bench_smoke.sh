@@ -15,10 +15,14 @@ out=$BUILD/bench-smoke${BENCH_SMOKE_SUFFIX:-}
 res=$out/results.json
 jq -e . "$res" > /dev/null || fail "results.json does not parse"
 
-# What produced the figures.
-for key in commit series_tree date qemu; do
-	assert_match "$(jq -r ".meta.$key" "$res")" '^[^n].+' "meta.$key"
-done
+# What produced the figures: this checkout's commit, the series tree, the
+# date, QEMU, TCG only.
+assert_match "$(jq -r .meta.commit "$res")" "^$(git -C "$KPX_ROOT" rev-parse --short=12 HEAD)(-dirty)?\$" \
+	"meta.commit"
+assert_match "$(jq -r .meta.series_tree "$res")" "^$(git -C "$BUILD/linux" rev-parse --short=12 'HEAD^{tree}')" \
+	"meta.series_tree"
+assert_match "$(jq -r .meta.date "$res")" '^20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T' "meta.date"
+assert_match "$(jq -r .meta.qemu "$res")" '^QEMU emulator version ' "meta.qemu"
 assert_eq "$(jq -r '.meta.accelerator | join(",")' "$res")" tcg "accelerator"
 assert_eq "$(jq -r '.meta.runs["ours/hit-icount"].icount' "$res")" true "hit-icount ran with -icount"
 
@@ -30,6 +34,12 @@ IFS=, read -ra klist <<< "$kernels"
 for k in "${klist[@]}"; do
 	assert_match "$(jq -r --arg k "$k" '.meta.kernels[$k].image_sha256' "$res")" '^[0-9a-f]{64}$' \
 		"$k: image hash"
+	# Each kernel's runs booted that kernel (uname -r: -kpx or -kpx-stock).
+	suffix=-kpx; [ "$k" = stock ] && suffix=-kpx-stock
+	for m in hit-icount latency; do
+		assert_match "$(jq -r --arg r "$k/$m" '.meta.runs[$r].kernel' "$res")" "^[0-9.]+$suffix " \
+			"$k/$m booted the $k kernel"
+	done
 	for id in ${cfgs[$k]}; do
 		c=$(jq -c --arg k "$k" --arg id "$id" '.kernels[$k].hit_icount.configs[$id]' "$res")
 		[ "$c" != null ] || fail "$k: no per-hit result for $id"
