@@ -61,6 +61,8 @@ struct probe {
 
 /* kpctl.c: the command line */
 void errx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* probe.c: a latency object of -j output ("total", "sum", "p50", "p99", "max", "n") */
+void json_latency(struct kpx_json *w, const char *name, double total, struct kpx_pct p);
 /* A warning: to stderr like errx(), but never the error of -j's document. */
 void warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* errx(), and kpctl exits 3: it cannot run on this machine. */

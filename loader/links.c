@@ -654,18 +654,6 @@ static const char *err_name(int err)
 	return s ? s : "E?";
 }
 
-static void json_latency(struct kpx_json *w, const char *name, double total, struct kpx_pct p)
-{
-	jw_object_field(w, name);
-	jw_float_field(w, "total", 3, total);
-	jw_float_field(w, "sum", 3, p.total);
-	jw_float_field(w, "p50", 3, p.p50);
-	jw_float_field(w, "p99", 3, p.p99);
-	jw_float_field(w, "max", 3, p.max);
-	jw_uint_field(w, "n", p.n);
-	jw_end_object(w);
-}
-
 static void print_links_json(struct links_run *r, struct kpx_pct a, struct kpx_pct d)
 {
 	int fast = kpx_sysctl_read(FAST_DETACH);

@@ -335,3 +335,20 @@ void attach_failed(const struct probe *p, int err)
 	else
 		errx("cannot attach '%s': %s", p->spec, attach_error(err));
 }
+
+/*
+ * A latency object of -j output, the same in every command: "total" the
+ * wall time of the phase (ms), "sum" the sum of the @p.n timed calls, and
+ * their nearest-rank p50, p99 and max.
+ */
+void json_latency(struct kpx_json *w, const char *name, double total, struct kpx_pct p)
+{
+	jw_object_field(w, name);
+	jw_float_field(w, "total", 3, total);
+	jw_float_field(w, "sum", 3, p.total);
+	jw_float_field(w, "p50", 3, p.p50);
+	jw_float_field(w, "p99", 3, p.p99);
+	jw_float_field(w, "max", 3, p.max);
+	jw_uint_field(w, "n", p.n);
+	jw_end_object(w);
+}
