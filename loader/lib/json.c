@@ -5,6 +5,7 @@
  * the quotes and the escapes, so that what it writes is always valid JSON.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
@@ -98,21 +99,33 @@ static void sep(struct kpx_json *w)
 	w->first[w->depth] = false;
 }
 
+/*
+ * Nesting deeper than KPX_JSON_DEPTH, or a close without its open, is a bug
+ * of the caller: stop rather than write a document that does not parse.
+ */
+static void jw_misuse(const char *what)
+{
+	fprintf(stderr, "libkpx: JSON writer misused: %s\n", what);
+	abort();
+}
+
 static void jw_open(struct kpx_json *w, char c, bool object)
 {
 	sep(w);
 	fputc(c, w->f);
-	if (w->depth + 1 < KPX_JSON_DEPTH)
-		w->depth++;
+	if (w->depth + 1 >= KPX_JSON_DEPTH)
+		jw_misuse("nested too deep");
+	w->depth++;
 	w->first[w->depth] = true;
 	w->in_object[w->depth] = object;
 }
 
 static void jw_close(struct kpx_json *w, char c)
 {
+	if (w->depth == 0 || w->in_object[w->depth] != (c == '}') || w->after_name)
+		jw_misuse("close without its open, or after a name");
 	fputc(c, w->f);
-	if (w->depth > 0)
-		w->depth--;
+	w->depth--;
 	if (!w->depth) {
 		fputc('\n', w->f);
 		fflush(w->f);
