@@ -33,41 +33,41 @@ all: kernel tools loader stress modules $(BUILD)/sites.env $(BUILD)/callopt-site
 
 # --- dependencies -----------------------------------------------------------
 deps:
-	@scripts/deps
+	@scripts/build/deps
 
 # --- kernel -----------------------------------------------------------------
 kernel-src: deps
-	@scripts/kernel-src
+	@scripts/build/kernel-src
 
 kernel-config: kernel-src
-	@scripts/kernel-config $(KSRC) $(KOBJ) kernel/configs/vm.config
+	@scripts/build/kernel-config $(KSRC) $(KOBJ) kernel/configs/vm.config
 
 kernel: kernel-config
 	@echo "kernel: building in $(KOBJ)"
-	@flock $(BUILD)/.kbuild.lock scripts/kbuild-progress kernel $(BUILD)/kbuild.log -- \
+	@flock $(BUILD)/.kbuild.lock scripts/build/kbuild-progress kernel $(BUILD)/kbuild.log -- \
 		$(KMAKE) O=$(KOBJ) all || \
 		{ tail -40 $(BUILD)/kbuild.log; echo "kernel: build failed, see build/kbuild.log"; exit 1; }
-	@scripts/update-file $(KOBJ)/arch/x86/boot/bzImage $(BUILD)/bzImage
-	@scripts/update-file $(KOBJ)/vmlinux $(BUILD)/vmlinux
+	@scripts/build/update-file $(KOBJ)/arch/x86/boot/bzImage $(BUILD)/bzImage
+	@scripts/build/update-file $(KOBJ)/vmlinux $(BUILD)/vmlinux
 	@echo "kernel: $(BUILD)/bzImage ($$(cat $(KOBJ)/include/config/kernel.release))"
 
 kernel-debug: kernel-src
-	@scripts/kernel-config $(KSRC) $(KOBJ_DEBUG) kernel/configs/vm.config kernel/configs/debug.config
+	@scripts/build/kernel-config $(KSRC) $(KOBJ_DEBUG) kernel/configs/vm.config kernel/configs/debug.config
 	@echo "kernel-debug: building in $(KOBJ_DEBUG)"
-	@flock $(BUILD)/.kbuild.lock scripts/kbuild-progress kernel-debug $(BUILD)/kbuild-debug.log -- \
+	@flock $(BUILD)/.kbuild.lock scripts/build/kbuild-progress kernel-debug $(BUILD)/kbuild-debug.log -- \
 		$(KMAKE) O=$(KOBJ_DEBUG) all || \
 		{ tail -40 $(BUILD)/kbuild-debug.log; echo "kernel-debug: build failed, see build/kbuild-debug.log"; exit 1; }
-	@scripts/update-file $(KOBJ_DEBUG)/arch/x86/boot/bzImage $(BUILD)/bzImage-debug
-	@scripts/update-file $(KOBJ_DEBUG)/vmlinux $(BUILD)/vmlinux-debug
+	@scripts/build/update-file $(KOBJ_DEBUG)/arch/x86/boot/bzImage $(BUILD)/bzImage-debug
+	@scripts/build/update-file $(KOBJ_DEBUG)/vmlinux $(BUILD)/vmlinux-debug
 
 kernel-export:
-	@scripts/kernel-export
+	@scripts/build/kernel-export
 
 # The unpatched kernel, same source and config (build/bzImage-stock; for
 # the host tests test_stock_*: make check-stock).
 .PHONY: kernel-stock
 kernel-stock: deps
-	@scripts/kernel-stock
+	@scripts/build/kernel-stock
 
 # --- libbpf, bpftool, vmlinux.h from the patched tree -------------------------
 tools: libbpf bpftool $(VMLINUX_H)
@@ -84,44 +84,44 @@ bpftool: kernel-src
 		CLANG=$(CLANG) LLVM_STRIP=$(LLVM_STRIP) CC="ccache gcc" \
 		> $(BUILD)/bpftool-build.log 2>&1 || \
 		{ tail -30 $(BUILD)/bpftool-build.log; exit 1; }
-	@scripts/update-file $(BUILD)/bpftool-obj/bpftool $(BPFTOOL)
+	@scripts/build/update-file $(BUILD)/bpftool-obj/bpftool $(BPFTOOL)
 
 $(VMLINUX_H): $(BUILD)/vmlinux | bpftool
 	@$(BPFTOOL) btf dump file $< format c > $@.tmp
-	@scripts/update-file $@.tmp $@ && rm -f $@.tmp
+	@scripts/build/update-file $@.tmp $@ && rm -f $@.tmp
 
 $(BUILD)/vmlinux: kernel
 
-$(BUILD)/sites.env: $(BUILD)/vmlinux scripts/gen-sites scripts/mid-offset scripts/insn-offsets
-	@scripts/gen-sites $< > $@.tmp
-	@scripts/update-file $@.tmp $@ && rm -f $@.tmp
+$(BUILD)/sites.env: $(BUILD)/vmlinux scripts/sites/gen-sites scripts/sites/mid-offset scripts/sites/insn-offsets
+	@scripts/sites/gen-sites $< > $@.tmp
+	@scripts/build/update-file $@.tmp $@ && rm -f $@.tmp
 
 # Sites of the classes callopt must refuse (selftests/vm/test_callopt_refused).
-$(BUILD)/callopt-sites.env: $(BUILD)/vmlinux scripts/callopt-sites scripts/x86sites.py
-	@scripts/callopt-sites $< > $@.tmp
-	@scripts/update-file $@.tmp $@ && rm -f $@.tmp
+$(BUILD)/callopt-sites.env: $(BUILD)/vmlinux scripts/sites/callopt-sites scripts/sites/x86sites.py
+	@scripts/sites/callopt-sites $< > $@.tmp
+	@scripts/build/update-file $@.tmp $@ && rm -f $@.tmp
 
-$(BUILD)/callopt-sites-debug.env: $(BUILD)/vmlinux-debug scripts/callopt-sites scripts/x86sites.py
-	@scripts/callopt-sites $< > $@.tmp
-	@scripts/update-file $@.tmp $@ && rm -f $@.tmp
+$(BUILD)/callopt-sites-debug.env: $(BUILD)/vmlinux-debug scripts/sites/callopt-sites scripts/sites/x86sites.py
+	@scripts/sites/callopt-sites $< > $@.tmp
+	@scripts/build/update-file $@.tmp $@ && rm -f $@.tmp
 
 $(BUILD)/vmlinux-debug: kernel-debug
 
-$(BUILD)/sites-debug.env: $(BUILD)/vmlinux-debug scripts/gen-sites scripts/mid-offset scripts/insn-offsets
-	@scripts/gen-sites $< > $@.tmp
-	@scripts/update-file $@.tmp $@ && rm -f $@.tmp
+$(BUILD)/sites-debug.env: $(BUILD)/vmlinux-debug scripts/sites/gen-sites scripts/sites/mid-offset scripts/sites/insn-offsets
+	@scripts/sites/gen-sites $< > $@.tmp
+	@scripts/build/update-file $@.tmp $@ && rm -f $@.tmp
 
 # --- BPF programs, loader, test modules --------------------------------------
 loader: tools
 	@$(MAKE) -s -C loader BUILD=$(BUILD) CLANG=$(CLANG) LLVM_STRIP=$(LLVM_STRIP)
 
 # kpctl(8) from loader/Documentation/kpctl.rst (rst2man); man -l build/kpctl.8.
-# The completion is loader/bash-completion/kpctl. scripts/kpctl-doc check
+# The completion is loader/bash-completion/kpctl. scripts/check/kpctl-doc check
 # (host/test_kpctl_doc) keeps both in step with kpctl's help.
 .PHONY: man
 man: $(BUILD)/kpctl.8
-$(BUILD)/kpctl.8: loader/Documentation/kpctl.rst scripts/kpctl-doc | deps
-	@scripts/kpctl-doc man -o $@ $<
+$(BUILD)/kpctl.8: loader/Documentation/kpctl.rst scripts/check/kpctl-doc | deps
+	@scripts/check/kpctl-doc man -o $@ $<
 
 stress: tools
 	@$(MAKE) -s -C selftests/stress BUILD=$(BUILD) CLANG=$(CLANG) LLVM_STRIP=$(LLVM_STRIP)
@@ -142,8 +142,8 @@ define build_modules # $(1): kernel object tree, $(2): module folder
 	@find $(2) -name '*.ko' ! -newer $(1)/vmlinux -delete
 	@$(MAKE) -C $(KSRC) O=$(1) M=$(2) CC="ccache gcc" modules \
 		> $(2).log 2>&1 || { cat $(2).log; exit 1; }
-	@scripts/gen-module-sites $(2)/kpx_targets.ko > $(2)/sites.env.tmp
-	@scripts/update-file $(2)/sites.env.tmp $(2)/sites.env
+	@scripts/sites/gen-module-sites $(2)/kpx_targets.ko > $(2)/sites.env.tmp
+	@scripts/build/update-file $(2)/sites.env.tmp $(2)/sites.env
 endef
 
 modules: kernel
@@ -154,7 +154,7 @@ modules-debug: kernel-debug
 
 # --- the two commands of the README -------------------------------------------
 run: all
-	@scripts/vm-run --smp 2 -- scripts/demo
+	@scripts/vm/vm-run --smp 2 -- scripts/vm/demo
 
 # Tests only consume what these targets built (a missing artifact fails
 # the test, naming the target). The host tests named test_stock_* need the
@@ -168,7 +168,7 @@ check: all bench-tool
 	@selftests/check -x test_stock_,test_ftracetest_
 
 # Upstream's kprobe-related suites on the stock kernel and on ours, compared
-# per test (scripts/check-upstream): test_progs (selftests/upstream/tests,
+# per test (scripts/check/check-upstream): test_progs (selftests/upstream/tests,
 # with the series' own kprobe_mechanism), ftracetest's kprobe and dynevent
 # directories, the kprobes KUnit suite. Two kernels with the BPF selftests'
 # config, two test_progs builds, two VM boots: long, so not part of make
@@ -176,7 +176,7 @@ check: all bench-tool
 # STEPS=... runs some steps only (see the script).
 .PHONY: check-upstream
 check-upstream: kernel-src
-	@scripts/check-upstream $(STEPS)
+	@scripts/check/check-upstream $(STEPS)
 
 check-stock: all kernel-stock bench-tool
 	@selftests/run -k test_stock_
@@ -184,7 +184,7 @@ check-stock: all kernel-stock bench-tool
 check-debug: all kernel-debug modules-debug $(BUILD)/sites-debug.env $(BUILD)/callopt-sites-debug.env
 	@KPX_FLAVOUR=debug selftests/run -x test_stock_
 
-# The configuration matrix of the kernel series (scripts/check-configs):
+# The configuration matrix of the kernel series (scripts/check/check-configs):
 # normal, debug, PREEMPT_DYNAMIC booted none/voluntary/full, no
 # PREEMPT_COUNT, i386 and arm64 compile checks, a build after each patch.
 # Several kernel builds and VM boots; results in build/check-configs/
@@ -197,15 +197,15 @@ comma := ,
 CONFIG_TESTS_DIR = $(BUILD)/check-configs/tests-$(subst $(comma),-,$(CONFIG_TESTS))
 .PHONY: check-configs
 check-configs: all
-	@rc=0; scripts/check-configs $(if $(CONFIG_TESTS),--tests $(CONFIG_TESTS)) $(CONFIGS) || rc=$$?; \
+	@rc=0; scripts/check/check-configs $(if $(CONFIG_TESTS),--tests $(CONFIG_TESTS)) $(CONFIGS) || rc=$$?; \
 		$(if $(CONFIG_TESTS), \
-		scripts/update-doc-block docs/configs.md check-configs-tests $(CONFIG_TESTS_DIR)/results.md;, \
-		scripts/update-doc-block docs/configs.md check-configs $(BUILD)/check-configs/results.md;) \
+		scripts/build/update-doc-block docs/configs.md check-configs-tests $(CONFIG_TESTS_DIR)/results.md;, \
+		scripts/build/update-doc-block docs/configs.md check-configs $(BUILD)/check-configs/results.md;) \
 		exit $$rc
 
 # The stress test alone, longer (SOAK_MINUTES, default 30), with a summary.
 soak: all
-	@scripts/vm-run --smp 4 --mem 2048 --timeout $$(( $${SOAK_MINUTES:-30} * 60 + 600 )) -- \
+	@scripts/vm/vm-run --smp 4 --mem 2048 --timeout $$(( $${SOAK_MINUTES:-30} * 60 + 600 )) -- \
 		selftests/soak $${SOAK_MINUTES:-30}
 
 # --- benchmarks (docs/benchmarks.md) -------------------------------------------
@@ -217,9 +217,9 @@ bench-tool: tools
 # The stock kernel (build/bzImage-stock) and ours, one VM boot per kernel
 # and measurement mode; prints the table, writes JSON and a chart under
 # build/bench/ (about 17 minutes on 2 cores, once both kernels are built).
-# BENCH_ARGS go to scripts/bench (--update-docs: docs/benchmarks.md).
+# BENCH_ARGS go to selftests/benchs/bench (--update-docs: docs/benchmarks.md).
 bench: all bench-tool kernel-stock
-	@scripts/bench $(BENCH_ARGS)
+	@selftests/benchs/bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD)/kobj $(BUILD)/kobj-debug $(BUILD)/loader $(BUILD)/modules \
@@ -228,10 +228,10 @@ clean:
 distclean:
 	rm -rf $(BUILD)
 
-# --- every-site sweep (selftests/sweep, scripts/sweep, docs/stress.md) -------
+# --- every-site sweep (selftests/sweep, scripts/check/sweep, docs/stress.md) -------
 # None of these builds a kernel: they use the images and vmlinux files that
 # are there (build/bzImage and build/vmlinux, -debug, -stock) and the libbpf,
-# bpftool and vmlinux.h of make tools. SWEEP_ARGS go to scripts/sweep.
+# bpftool and vmlinux.h of make tools. SWEEP_ARGS go to scripts/check/sweep.
 .PHONY: sweep-tool sweep-sample sweep-sample-debug sweep sweep-debug sweep-stock
 SWEEP_SAMPLE := $(BUILD)/sweep-sample.tsv
 SWEEP_SAMPLE_DEBUG := $(BUILD)/sweep-sample-debug.tsv
@@ -243,10 +243,10 @@ sweep-tool:
 # What vm/test_sweep_sample consumes: the tool and the sample site list of
 # the built kernel (made again only when vmlinux's build ID changed).
 sweep-sample: sweep-tool
-	@scripts/sweep-sites --mode sample --if-newer --vmlinux $(BUILD)/vmlinux --out $(SWEEP_SAMPLE)
+	@scripts/sites/sweep-sites --mode sample --if-newer --vmlinux $(BUILD)/vmlinux --out $(SWEEP_SAMPLE)
 
 sweep-sample-debug: sweep-tool
-	@scripts/sweep-sites --mode sample --if-newer --vmlinux $(BUILD)/vmlinux-debug \
+	@scripts/sites/sweep-sites --mode sample --if-newer --vmlinux $(BUILD)/vmlinux-debug \
 		--out $(SWEEP_SAMPLE_DEBUG)
 
 check: sweep-sample
@@ -256,15 +256,15 @@ check-debug: sweep-sample-debug
 # stock kernel; results and tables in build/sweep/FLAVOUR/ (summary.md,
 # coverage.md). sweep-debug and sweep-stock compare with make sweep's run.
 sweep: sweep-tool
-	@scripts/sweep --flavour normal $(SWEEP_ARGS)
+	@scripts/check/sweep --flavour normal $(SWEEP_ARGS)
 
 sweep-debug: sweep-tool
-	@scripts/sweep --flavour debug --compare $(BUILD)/sweep/normal $(SWEEP_ARGS)
+	@scripts/check/sweep --flavour debug --compare $(BUILD)/sweep/normal $(SWEEP_ARGS)
 
 # Stock's attaches wait on RCU-tasks grace periods (about 100 s a batch
 # here, three hours in one boot), so its sweep runs in SWEEP_STOCK_PARTS
-# slices side by side, one host core each (scripts/sweep --part), which
-# scripts/sweep-merge makes one sweep of. --update-docs in SWEEP_ARGS goes
+# slices side by side, one host core each (scripts/check/sweep --part), which
+# scripts/check/sweep-merge makes one sweep of. --update-docs in SWEEP_ARGS goes
 # to the report of the merged sweep only. Stock 6.12 dies at its own bugs
 # (docs/stress.md), so stock's report is not what passes or fails: the
 # target fails when the normal sweep is not clean or when a site that stock
@@ -273,16 +273,16 @@ SWEEP_STOCK_PARTS ?= 2
 SWEEP_STOCK_LIST := $(BUILD)/sweep/stock-sites.tsv
 sweep-stock: sweep-tool
 	@n=$(SWEEP_STOCK_PARTS); d=$(BUILD)/sweep; parts=; \
-	mkdir -p $$d && scripts/sweep-sites --mode full --if-newer \
+	mkdir -p $$d && scripts/sites/sweep-sites --mode full --if-newer \
 		--vmlinux $(BUILD)/vmlinux-stock --out $(SWEEP_STOCK_LIST) || exit 2; \
 	for k in $$(seq $$n); do \
 		parts="$$parts $$d/stock-part$${k}of$$n"; \
 		echo "sweep-stock: part $$k/$$n, log in $$d/stock-part$${k}of$$n.log"; \
-		scripts/sweep --flavour stock --sites $(SWEEP_STOCK_LIST) --part $$k/$$n \
+		scripts/check/sweep --flavour stock --sites $(SWEEP_STOCK_LIST) --part $$k/$$n \
 			$(filter-out --update-docs,$(SWEEP_ARGS)) > $$d/stock-part$${k}of$$n.log 2>&1 & \
 	done; wait; \
-	rm -rf $$d/stock && scripts/sweep-merge $$d/stock $$parts || exit 1; \
-	scripts/sweep-report $$d/stock --compare $$d/normal $(filter --update-docs,$(SWEEP_ARGS)); \
+	rm -rf $$d/stock && scripts/check/sweep-merge $$d/stock $$parts || exit 1; \
+	scripts/check/sweep-report $$d/stock --compare $$d/normal $(filter --update-docs,$(SWEEP_ARGS)); \
 	$(MAKE) -s sweep-stock-compare
 
 # The pass/fail of sweep-stock, on sweeps already taken.
@@ -290,10 +290,10 @@ SWEEP_NORMAL ?= $(BUILD)/sweep/normal
 SWEEP_STOCK ?= $(BUILD)/sweep/stock
 .PHONY: sweep-stock-compare
 sweep-stock-compare:
-	@scripts/sweep-report $(SWEEP_NORMAL) --compare $(SWEEP_STOCK) --quiet || \
+	@scripts/check/sweep-report $(SWEEP_NORMAL) --compare $(SWEEP_STOCK) --quiet || \
 		{ echo "sweep-stock: the normal sweep is not clean" >&2; exit 1; }; \
 	w=$$(jq -r '.compare.worse | numbers' $(SWEEP_NORMAL)/summary.json); \
 	[ -n "$$w" ] || { echo "sweep-stock: no comparison in $(SWEEP_NORMAL)/summary.json" >&2; exit 1; }; \
 	[ "$$w" = 0 ] || { echo "sweep-stock: $$w sites that stock survives failed on ours" \
-		"(scripts/sweep-report $(SWEEP_NORMAL) --compare $(SWEEP_STOCK))" >&2; exit 1; }; \
+		"(scripts/check/sweep-report $(SWEEP_NORMAL) --compare $(SWEEP_STOCK))" >&2; exit 1; }; \
 	echo "sweep-stock: no site that stock survives fails on ours"

@@ -1080,7 +1080,7 @@ out:
 }
 
 /*
- * Default stress sites in the getpgid function, found as scripts/gen-sites
+ * Default stress sites in the getpgid function, found as scripts/sites/gen-sites
  * does: its entry, the first boundary after the fentry site, and the first
  * instruction of at least 5 bytes after that which is no branch.
  */

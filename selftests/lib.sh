@@ -5,8 +5,8 @@ set -uo pipefail
 KPX_ROOT=${KPX_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 BUILD=$KPX_ROOT/build
 # Artifacts of the kernel flavour that runs (in the guest): normal, debug,
-# or stock (the unpatched kernel of scripts/kernel-stock).
-# Other flavours (scripts/kernel-flavour: -kpx-dynamic, -kpx-nocount) the
+# or stock (the unpatched kernel of scripts/build/kernel-stock).
+# Other flavours (scripts/build/kernel-flavour: -kpx-dynamic, -kpx-nocount) the
 # same way: uname -r ends in -kpx-NAME, the artifacts in -NAME.
 case "$(uname -r)" in
 *-kpx) SFX= ;;
@@ -147,8 +147,8 @@ require_stock_kernel() {
 	# touched by each successful make kernel-stock
 	[ -f "$built" ] || fail "the stock kernel build did not finish ($built missing): $fix"
 	if [ "$KPX_ROOT/kernel/configs/vm.config" -nt "$built" ] ||
-		[ "$KPX_ROOT/scripts/kernel-stock" -nt "$built" ]; then
-		fail "$img is older than kernel/configs/vm.config or scripts/kernel-stock: $fix"
+		[ "$KPX_ROOT/scripts/build/kernel-stock" -nt "$built" ]; then
+		fail "$img is older than kernel/configs/vm.config or scripts/build/kernel-stock: $fix"
 	fi
 	pristine=$(git -C "$BUILD/linux" rev-parse -q --verify 'pristine^{commit}' 2>/dev/null)
 	if [ -n "$pristine" ] && [ "$(cat "$BUILD/linux-stock/.kpx-pristine" 2>/dev/null)" != "$pristine" ]; then

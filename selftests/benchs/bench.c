@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * kpx-bench: the in-VM half of 'make bench' (scripts/bench, docs/benchmarks.md).
+ * kpx-bench: the in-VM half of 'make bench' (selftests/benchs/bench, docs/benchmarks.md).
  * Prints raw measurements as one JSON object per command; the host computes
  * the statistics.
  *

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The guest half of host/test_callopt_nmi (run there by scripts/vm-run).
+# The guest half of host/test_callopt_nmi (run there by scripts/vm/vm-run).
 #
 # kpx_nmi.ko calls kpx_nmi_target() from an NMI handler, and only there; the
 # host injects NMIs through QEMU's monitor from the moment this script
@@ -35,7 +35,7 @@ PASS_SECS=120			# give up waiting for WANT after this long
 trap 'echo > "$KPX_OUT/nmi-done"' EXIT
 [ -w $CALLOPT ] || fail "no $CALLOPT: not a kernel with callopt"
 [ -r "$MODDIR/kpx_nmi.ko" ] || fail "no $MODDIR/kpx_nmi.ko (make modules)"
-off=$("$KPX_ROOT/scripts/insn-offsets" --vmlinux "$MODDIR/kpx_nmi.ko" kpx_nmi_target |
+off=$("$KPX_ROOT/scripts/sites/insn-offsets" --vmlinux "$MODDIR/kpx_nmi.ko" kpx_nmi_target |
 	awk '$3 == "movabs" { print $1; exit }')
 [ -n "$off" ] || fail "cannot find the movabs in kpx_nmi_target ($MODDIR/kpx_nmi.ko)"
 SPEC="kpx_nmi:kpx_nmi_target+$off"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The guest half of host/test_stock_compare (run there by scripts/vm-run, on
+# The guest half of host/test_stock_compare (run there by scripts/vm/vm-run, on
 # the stock kernel and on ours). Runs upstream's ftracetest kprobe suite and
 # the kprobes KUnit suite and writes the per-test results to $KPX_OUT:
 #   ftrace.results  "N RESULT name" per ftracetest test

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 'make bench' in miniature: scripts/bench --quick with the icount per-hit
+# 'make bench' in miniature: selftests/benchs/bench --quick with the icount per-hit
 # mode and the latency mode (tiny counts, ~2 minutes a kernel), on our
 # kernel (test_stock_bench runs it on bzImage-stock and ours, for make
 # check-stock). The JSON must parse and hold every configuration of each
@@ -10,8 +10,8 @@
 kernels=${BENCH_SMOKE_KERNELS:-ours}
 [ -x "$BUILD/kpx-bench" ] || fail "no $BUILD/kpx-bench: run 'make bench-tool' (make check builds it)"
 out=$BUILD/bench-smoke${BENCH_SMOKE_SUFFIX:-}
-"$KPX_ROOT/scripts/bench" --quick --kernels "$kernels" --modes hit-icount,latency --out "$out" \
-	> "$out.log" 2>&1 || fail "scripts/bench failed: $(tail -20 "$out.log")"
+"$KPX_ROOT/selftests/benchs/bench" --quick --kernels "$kernels" --modes hit-icount,latency --out "$out" \
+	> "$out.log" 2>&1 || fail "selftests/benchs/bench failed: $(tail -20 "$out.log")"
 res=$out/results.json
 jq -e . "$res" > /dev/null || fail "results.json does not parse"
 

@@ -23,7 +23,7 @@ trap cleanup EXIT
 sock=$tmp/monitor.sock
 log=$BUILD/callopt-nmi.log
 
-"$KPX_ROOT/scripts/vm-run" --smp 4 --monitor "$sock" --append apic_extnmi=all --timeout 900 -- \
+"$KPX_ROOT/scripts/vm/vm-run" --smp 4 --monitor "$sock" --append apic_extnmi=all --timeout 900 -- \
 	selftests/host/callopt-nmi-guest.sh > "$log" 2>&1 &
 vm=$!
 

@@ -13,7 +13,7 @@ done
 grep -qx "CONFIG_KPROBES_SANITY_TEST=[ym]" "$cfg" || fail "CONFIG_KPROBES_SANITY_TEST missing"
 # IBT: functions start with ENDBR; return thunks: no bare ret.
 . "$BUILD/sites.env"
-insns=$("$KPX_ROOT/scripts/insn-offsets" "$GETPGID_FUNC")
+insns=$("$KPX_ROOT/scripts/sites/insn-offsets" "$GETPGID_FUNC")
 assert_match "$(head -n1 <<< "$insns")" '^0x0 4 endbr64$' "first instruction of $GETPGID_FUNC"
 grep -qw ret <<< "$insns" && fail "$GETPGID_FUNC has a bare ret (want the return thunk)"
 objdump -d --disassemble="$GETPGID_FUNC" "$BUILD/vmlinux" | grep -q 'jmp.*<__x86_return_thunk>' ||

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/kernel-src and kernel-export on a small stand-in tree: the series
+# scripts/build/kernel-src and kernel-export on a small stand-in tree: the series
 # applies in order, a second run touches nothing, a patch that does not apply
 # is a hard error naming it, unexported commits are never reset away, and
 # export regenerates the series. Then, from a stand-in source tarball: only
@@ -17,30 +17,30 @@ g init -q; g add -A; g commit -q -m pristine; g tag pristine
 # Two patches, made the way a developer makes them.
 printf 'one\nuno\n' > "$KPX_KSRC/a.c"; g commit -q -am "a: add uno"
 printf 'two\ndos\n' > "$KPX_KSRC/b.c"; g commit -q -am "b: add dos"
-assert_rc 0 "$KPX_ROOT/scripts/kernel-export"
+assert_rc 0 "$KPX_ROOT/scripts/build/kernel-export"
 assert_eq "$(cat "$KPX_PATCHES/series" | wc -l)" 2 "patches in series"
 # Back to pristine, then apply the series.
 g reset -q --hard pristine; rm -f "$KPX_KSRC/.git/kpx-series"
-assert_rc 0 "$KPX_ROOT/scripts/kernel-src"
+assert_rc 0 "$KPX_ROOT/scripts/build/kernel-src"
 assert_eq "$(g log --format=%s pristine..HEAD | tr '\n' ,)" "b: add dos,a: add uno," "applied series"
 # Idempotent: a second run changes nothing, not even mtimes.
 touch -d '2000-01-01' "$KPX_KSRC/a.c"
-assert_rc 0 "$KPX_ROOT/scripts/kernel-src"
+assert_rc 0 "$KPX_ROOT/scripts/build/kernel-src"
 assert_eq "$(stat -c %Y "$KPX_KSRC/a.c")" "$(date -d 2000-01-01 +%s)" "mtime after a no-op run"
 # A commit that was not exported is never reset away.
 printf 'x\n' > "$KPX_KSRC/c.c"; g add c.c; g commit -q -m "c: new"
-assert_rc 0 "$KPX_ROOT/scripts/kernel-src"
+assert_rc 0 "$KPX_ROOT/scripts/build/kernel-src"
 assert_match "$out" "not yet in kernel/patches" "note on local commits"
 cp "$KPX_PATCHES/series" "$tmp/series"
 head -n1 "$tmp/series" > "$KPX_PATCHES/series"
-assert_rc 1 "$KPX_ROOT/scripts/kernel-src"
+assert_rc 1 "$KPX_ROOT/scripts/build/kernel-src"
 assert_match "$out" "kernel-export" "advice to export"
 g log --format=%s -1 | grep -q "c: new" || fail "unexported commit lost"
 cp "$tmp/series" "$KPX_PATCHES/series"
 # A patch that does not apply is a hard error naming it.
 g reset -q --hard pristine; rm -f "$KPX_KSRC/.git/kpx-series"
 sed -i 's/^+dos$/+dos/; s/^ two$/ zwei/' "$KPX_PATCHES"/0002-*.patch
-assert_rc 1 "$KPX_ROOT/scripts/kernel-src"
+assert_rc 1 "$KPX_ROOT/scripts/build/kernel-src"
 assert_match "$out" "patch '0002-b-add-dos.patch' does not apply" "failure names the patch"
 
 # --- Extraction from the source tarball: the pinned version, reproducible
@@ -66,29 +66,29 @@ sed -i '/^# Debian packaging/,$d' "$KPX_KSRC/.gitignore"
 g init -q; g add -A; g commit -q -m pristine; g tag pristine
 printf 'one\nuno\n' > "$KPX_KSRC/a.c"; g commit -q -am "a: add uno"
 printf 'two\ndos\n' > "$KPX_KSRC/b.c"; g commit -q -am "b: add dos"
-assert_rc 0 "$KPX_ROOT/scripts/kernel-export"
+assert_rc 0 "$KPX_ROOT/scripts/build/kernel-export"
 
 # Another installed version is refused, naming both, and nothing is made.
 export KPX_KSRC=$tmp/x0/linux
-FAKE_SOURCE_VERSION=6.12.999-9 assert_rc 1 "$KPX_ROOT/scripts/kernel-src"
+FAKE_SOURCE_VERSION=6.12.999-9 assert_rc 1 "$KPX_ROOT/scripts/build/kernel-src"
 assert_match "$out" "linux-source-6.12 6\.12\.999-9, but the series .* is made on ${want//./\\.}" "mismatch message names both versions"
 assert_match "$out" "KPX_ALLOW_SOURCE_VERSION=1" "mismatch message names the override"
 [ ! -e "$KPX_KSRC" ] || fail "a refused version left $KPX_KSRC behind"
 # Nothing installed is refused too.
-assert_rc 1 "$KPX_ROOT/scripts/kernel-src"
+assert_rc 1 "$KPX_ROOT/scripts/build/kernel-src"
 assert_match "$out" "not installed" "no installed source"
 
 # The pinned version, twice, in two folders, a second apart, the second run
 # with a committer identity, dates and a git config of its own in the
 # environment: the same pristine and HEAD commit IDs.
 export FAKE_SOURCE_VERSION=$want
-KPX_KSRC=$tmp/x1/linux assert_rc 0 "$KPX_ROOT/scripts/kernel-src"
+KPX_KSRC=$tmp/x1/linux assert_rc 0 "$KPX_ROOT/scripts/build/kernel-src"
 sleep 1.1
 mkdir -p "$tmp/home"
 printf '[user]\n\tname = someone else\n\temail = else@example.org\n[am]\n\tmessageid = true\n' > "$tmp/home/.gitconfig"
 HOME=$tmp/home GIT_COMMITTER_NAME=other GIT_COMMITTER_DATE='2001-01-01 00:00 +0000' \
 	GIT_AUTHOR_DATE='2001-01-01 00:00 +0000' KPX_KSRC=$tmp/x2/linux \
-	assert_rc 0 "$KPX_ROOT/scripts/kernel-src"
+	assert_rc 0 "$KPX_ROOT/scripts/build/kernel-src"
 x() { git -C "$tmp/$1/linux" "${@:2}"; }
 assert_eq "$(x x1 log --format=%s pristine..HEAD | tr '\n' ,)" "b: add dos,a: add uno," "series applied from the tarball"
 assert_eq "$(x x1 log -1 --format=%s pristine)" "Debian linux-source-6.12 $want, pristine" "pristine subject"
@@ -105,15 +105,15 @@ note "pristine $(x x1 rev-parse --short pristine), HEAD $(x x1 rev-parse --short
 # pristine commit records that version (a different commit ID: the check
 # above can tell commits apart) and the tarball's mtime as its date.
 KPX_ALLOW_SOURCE_VERSION=1 FAKE_SOURCE_VERSION=6.12.999-9 KPX_KSRC=$tmp/x3/linux \
-	assert_rc 0 "$KPX_ROOT/scripts/kernel-src"
+	assert_rc 0 "$KPX_ROOT/scripts/build/kernel-src"
 assert_match "$out" "warning: .*6\.12\.999-9.*${want//./\\.}" "override warning names both versions"
 assert_eq "$(x x3 log -1 --format=%s pristine)" "Debian linux-source-6.12 6.12.999-9, pristine" "overridden pristine subject"
 assert_eq "$(x x3 log -1 --format=%ad --date=unix pristine)" "$(date -d '2020-02-02 02:02:02 UTC' +%s)" "overridden pristine date: the tarball's mtime"
 [ "$(x x3 rev-parse HEAD)" != "$(x x1 rev-parse HEAD)" ] || fail "another source version gave the same HEAD"
 # A tree made from another version is refused afterwards without the
 # override, even though the installed version now is the pinned one.
-KPX_KSRC=$tmp/x3/linux assert_rc 1 "$KPX_ROOT/scripts/kernel-src"
+KPX_KSRC=$tmp/x3/linux assert_rc 1 "$KPX_ROOT/scripts/build/kernel-src"
 assert_match "$out" "$tmp/x3/linux is linux-source-6.12 6\.12\.999-9, but the series .* is made on ${want//./\\.}" "a tree of another version is refused"
 # And the pinned tree stays a no-op.
-KPX_KSRC=$tmp/x1/linux assert_rc 0 "$KPX_ROOT/scripts/kernel-src"
+KPX_KSRC=$tmp/x1/linux assert_rc 0 "$KPX_ROOT/scripts/build/kernel-src"
 assert_eq "$out" "" "a second run on the pinned tree says nothing"

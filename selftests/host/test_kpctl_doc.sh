@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kpctl's man page (loader/Documentation/kpctl.rst -> build/kpctl.8) and bash
 # completion (loader/bash-completion/kpctl) agree with build/kpctl's help
-# texts, both ways (scripts/kpctl-doc check: commands, options per command
+# texts, both ways (scripts/check/kpctl-doc check: commands, options per command
 # with and without arguments, the SYNOPSIS, the rendered page, what the
 # completion offers); "kpctl at<TAB>" is attach and "kpctl attach --tr<TAB>"
 # --trigger. No VM: kpctl --help needs no kernel support.
@@ -11,7 +11,7 @@
 # help has a command and an option the docs lack must each fail the check,
 # naming what differs.
 . "$(dirname "$0")/../lib.sh"
-DOC=$KPX_ROOT/scripts/kpctl-doc
+DOC=$KPX_ROOT/scripts/check/kpctl-doc
 RST=$KPX_ROOT/loader/Documentation/kpctl.rst
 COMP=$KPX_ROOT/loader/bash-completion/kpctl
 MAN=$BUILD/kpctl.8
@@ -19,7 +19,7 @@ t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 
 [ -x "$KPCTL" ] || fail "no $KPCTL: make loader"
-[ -r "$MAN" ] || fail "no $MAN: make man (scripts/kpctl-doc man)"
+[ -r "$MAN" ] || fail "no $MAN: make man (scripts/check/kpctl-doc man)"
 assert_rc 0 "$DOC" check
 note "$out"
 assert_match "$out" "agree with kpctl.rst, kpctl.8 and kpctl" "check summary"

@@ -20,7 +20,7 @@ require_stock_kernel
 # build/vm/last, which another VM may have moved).
 boot() { # NAME IMAGE -> run folder in $run, vm-run's exit status in $rc
 	local log=$BUILD/stock-compare-$1.log
-	nice -n 10 "$KPX_ROOT/scripts/vm-run" --kernel "$2" --smp 2 --mem 1024 --timeout 900 -- \
+	nice -n 10 "$KPX_ROOT/scripts/vm/vm-run" --kernel "$2" --smp 2 --mem 1024 --timeout 900 -- \
 		selftests/host/stock-compare-guest.sh > "$log" 2>&1
 	rc=$?
 	run=$(sed -n 's/^vm-run: .* logs in \(\S*\)$/\1/p' "$log" | head -n1)

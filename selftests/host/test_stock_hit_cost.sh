@@ -24,7 +24,7 @@ rm -rf "$out"
 mkdir -p "$out"
 
 run() { # NAME KERNEL CONFIGS
-	"$KPX_ROOT/scripts/vm-run" --kernel "$2" --icount --smp 1 --timeout 300 -- \
+	"$KPX_ROOT/scripts/vm/vm-run" --kernel "$2" --icount --smp 1 --timeout 300 -- \
 		bash -c "build/kpx-bench hit --func $GETPGID_FUNC --single $GETPGID_SINGLE \
 			--multi $GETPGID_MULTI --multi-func $GETPGID_MULTI_FUNC --calls 20000 --reps 5 --warmup 2000 \
 			--only $3 > \$KPX_OUT/hit.json" > "$out/$1.log" 2>&1 ||
@@ -36,12 +36,12 @@ run() { # NAME KERNEL CONFIGS
 run stock "$STOCK" none,int3-single,jmp-single,jmp-multi,ftrace-entry
 run ours "$OURS" none,int3-single,jmp-single,jmp-multi,callopt-single,callopt-multi,ftrace-entry
 
-# Instructions per hit, as 'make bench' reports them (scripts/bench-report's
+# Instructions per hit, as 'make bench' reports them (selftests/benchs/bench-report's
 # hit_summary(): the cheapest repetition over the cheapest interleaved
 # no-probe baseline, per hit); the hits per call must be exactly 1 in every
 # repetition, and the mechanism the one the configuration asked for.
 cost() { # NAME CONFIG
-	python3 - "$KPX_ROOT/scripts/bench-report" "$out/$1.json" "$2" <<'PY'
+	python3 - "$KPX_ROOT/selftests/benchs/bench-report" "$out/$1.json" "$2" <<'PY'
 import importlib.machinery, json, sys
 report = importlib.machinery.SourceFileLoader("bench_report", sys.argv[1]).load_module()
 d = json.load(open(sys.argv[2]))

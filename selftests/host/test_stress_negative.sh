@@ -8,7 +8,7 @@
 . "$(dirname "$0")/../lib.sh"
 KNOB=/sys/kernel/debug/kprobes/callopt_early_free
 start=$(date +%s.%N)
-"$KPX_ROOT/scripts/vm-run" --smp 4 --mem 2048 --timeout 900 -- bash -c \
+"$KPX_ROOT/scripts/vm/vm-run" --smp 4 --mem 2048 --timeout 900 -- bash -c \
 	"[ -e $KNOB ] || exit 99; echo 1 > $KNOB; selftests/stress/run 3000" > "$BUILD/negative.log" 2>&1
 rc=$?
 secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.0f", e - s }')

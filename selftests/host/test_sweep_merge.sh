@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# scripts/sweep-merge makes one sweep of the parts of a sweep
-# (scripts/sweep --part K/N), and scripts/sweep-report reads it as one: every
+# scripts/check/sweep-merge makes one sweep of the parts of a sweep
+# (scripts/check/sweep --part K/N), and scripts/check/sweep-report reads it as one: every
 # site of the list has exactly one result, or the merge fails and writes
 # nothing. Negative controls: a site without a result, a site run twice,
 # parts of different flavours, and a failed site in one part (the merged
 # sweep must then not be clean).
 . "$(dirname "$0")/../lib.sh"
-MERGE=$KPX_ROOT/scripts/sweep-merge
-REPORT=$KPX_ROOT/scripts/sweep-report
+MERGE=$KPX_ROOT/scripts/check/sweep-merge
+REPORT=$KPX_ROOT/scripts/check/sweep-report
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 

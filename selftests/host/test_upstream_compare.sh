@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# scripts/upstream-compare, the verdict of make check-upstream: identical
+# scripts/check/upstream-compare, the verdict of make check-upstream: identical
 # upstream results and passing tests of ours pass; negative controls: an
 # upstream test that differs, an entry only one kernel has, a test of ours
 # that fails on ours, no test of ours at all, an empty results file.
 . "$(dirname "$0")/../lib.sh"
-CMP=$KPX_ROOT/scripts/upstream-compare
+CMP=$KPX_ROOT/scripts/check/upstream-compare
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 printf 'test_progs\tkprobe_mechanism\ntest_progs\tkprobe_mechanism/*\nkunit\ttest_callopt_*\n' > "$t/ours"

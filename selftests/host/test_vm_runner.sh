@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# scripts/vm-run: passes the command's exit status through, fails a run whose
+# scripts/vm/vm-run: passes the command's exit status through, fails a run whose
 # kernel log shows a splat (even when the command succeeded, and even when it
 # cleared the ring buffer), keeps the whole kernel log, times out with a
-# clear message, and works from a checkout under /tmp. scripts/splat-scan
+# clear message, and works from a checkout under /tmp. scripts/check/splat-scan
 # tells which test each splat belongs to, and selftests/run fails the test
 # during which the kernel splatted (selftests/host/runner-tests).
 . "$(dirname "$0")/../lib.sh"
-VMRUN=$KPX_ROOT/scripts/vm-run
+VMRUN=$KPX_ROOT/scripts/vm/vm-run
 # The run folder of the last assert_rc, from vm-run's first line
 # (build/vm/last may point to another VM started meanwhile).
 run_dir() { sed -n 's/^vm-run: .* logs in \(\S*\)$/\1/p' <<< "$out" | head -n1; }
@@ -55,7 +55,7 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/build"
 cp -r "$KPX_ROOT/scripts" "$tmp/"
 cp "$BUILD/bzImage" "$tmp/build/"
-assert_rc 0 "$tmp/scripts/vm-run" --timeout 120 -- sh -c '[ "$PWD" = '"$tmp"' ] && [ -x scripts/vm-run ] && echo seen > "$KPX_OUT/f"'
+assert_rc 0 "$tmp/scripts/vm/vm-run" --timeout 120 -- sh -c '[ "$PWD" = '"$tmp"' ] && [ -x scripts/vm/vm-run ] && echo seen > "$KPX_OUT/f"'
 assert_eq "$(cat "$(run_dir)/f")" seen "guest saw the checkout under /tmp"
 
 # splat-scan --by-test: each splat line goes to what ran when the kernel
@@ -75,7 +75,7 @@ printf '%s\n' \
 	'[    6.000000] kpx-vm: command end rc=0 id=1-2' \
 	'[    6.500000] Oops: at shutdown' > "$tmp/kmsg.log"
 printf '%s\n' 'WARNING: not a kernel line' '[    2.600000] WARNING: console, in test_a' > "$tmp/console.log"
-assert_rc 1 "$KPX_ROOT/scripts/splat-scan" --by-test "$tmp/kmsg.log" "$tmp/console.log"
+assert_rc 1 "$KPX_ROOT/scripts/check/splat-scan" --by-test "$tmp/kmsg.log" "$tmp/console.log"
 want=$(printf '%s\n' \
 	'boot kmsg.log: [    0.100000] WARNING: at boot' \
 	'command kmsg.log: [    1.500000] BUG: before the first test' \
@@ -84,7 +84,7 @@ want=$(printf '%s\n' \
 	'shutdown kmsg.log: [    6.500000] Oops: at shutdown' \
 	'test:test_a console.log: [    2.600000] WARNING: console, in test_a')
 assert_eq "$out" "$want" "splat-scan --by-test"
-assert_rc 0 "$KPX_ROOT/scripts/splat-scan" --by-test "$tmp/no-such.log"
+assert_rc 0 "$KPX_ROOT/scripts/check/splat-scan" --by-test "$tmp/no-such.log"
 
 # selftests/run on in-VM tests that make the kernel WARN and exit 0
 # (selftests/host/runner-tests, not part of the suite): exactly those fail,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kpx_warn: emits one kernel WARNING when loaded. The test suite loads it to
- * prove that scripts/vm-run fails a run whose kernel log shows a splat.
+ * prove that scripts/vm/vm-run fails a run whose kernel log shows a splat.
  */
 #include <linux/bug.h>
 #include <linux/module.h>

@@ -4,7 +4,7 @@
  * while a workload (workload.c) drives the kernel, and record per site how
  * the kernel ran the probe and what happened.
  *
- * The site list comes from scripts/sweep-sites (build/vmlinux decoded on
+ * The site list comes from scripts/sites/sweep-sites (build/vmlinux decoded on
  * the host). Site i is in batch i mod NB (NB = the number of batches), so
  * that the sites of one batch lie far apart (no probe inside another's
  * displaced instructions) and neighbouring boundaries go to different
@@ -396,7 +396,7 @@ static void attach_site(struct site *s, int i)
 						  s->by_addr ? NULL : s->func, &o);
 	s->attach_ms = kpx_now_ms() - t0;
 	/* Which sites are armed, in order, in case the VM dies while attaching
-	 * (scripts/sweep tries the last ones first). No fsync: the run folder
+	 * (scripts/check/sweep tries the last ones first). No fsync: the run folder
 	 * is uncached 9p, every write reaches the host. */
 	if (progress) {
 		flockfile(progress);
@@ -637,7 +637,7 @@ static void usage(FILE *f)
 "                 [--drain-ms MS] [--detach-threads N] [--batches FIRST[-LAST]]\n"
 "                 [--attach-load N] [--no-workload] [--nice N] [--pause-us US]\n"
 "                 [--ignore-build-id] [-v]\n"
-"  Attaches a BPF kprobe at every site of FILE (scripts/sweep-sites), N at a\n"
+"  Attaches a BPF kprobe at every site of FILE (scripts/sites/sweep-sites), N at a\n"
 "  time (default 200), holds each batch while the workload runs, detaches, and\n"
 "  writes one JSON object per site. See the head of kpx_sweep.c.\n"
 "kpx-sweep --exit-code N: exit with status N (the workload execs this).\n");

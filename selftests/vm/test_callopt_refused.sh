@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sites whose displaced code callopt must refuse, picked from the kernel
-# image by scripts/callopt-sites (build/callopt-sites.env), each with a
+# image by scripts/sites/callopt-sites (build/callopt-sites.env), each with a
 # control site in the same function that it must take:
 #  - the issue's reproducer: handle_softirqs' preempt_count() load, probed
 #    while /proc/interrupts is read: the kernel must neither print "huh,

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The examples of README.md and docs/kpctl.md work as written
-# (scripts/doc-test: every line of a ```sh block is run here, in the VM, or
+# (scripts/check/doc-test: every line of a ```sh block is run here, in the VM, or
 # checked: make targets exist, selftests/run names tests, scripts exist).
 # Negative control: a page whose examples are wrong (a kpctl option that
 # does not exist, a probe on no function, an unknown command, a make target
 # that does not exist) must fail, one FAIL line each, and a page without
 # examples must not pass.
 . "$(dirname "$0")/../lib.sh"
-out=$("$KPX_ROOT/scripts/doc-test" "$KPX_ROOT/README.md" "$KPX_ROOT/docs/kpctl.md" 2>&1)
+out=$("$KPX_ROOT/scripts/check/doc-test" "$KPX_ROOT/README.md" "$KPX_ROOT/docs/kpctl.md" 2>&1)
 rc=$?
 echo "$out" | grep -v ': ok: ' || true
 [ $rc = 0 ] || fail "an example of the docs failed (above)"
@@ -25,13 +25,13 @@ kpctl-typo attach __x64_sys_getpgid
 make no-such-target
 ```
 MD
-out=$("$KPX_ROOT/scripts/doc-test" "$bad/bad.md" 2>&1)
+out=$("$KPX_ROOT/scripts/check/doc-test" "$bad/bad.md" 2>&1)
 rc=$?
 echo "$out" | sed 's/^/# control: /'
 assert_eq "$rc" 1 "doc-test exit on wrong examples"
 assert_eq "$(grep -c ': FAIL: ' <<< "$out")" 4 "FAIL lines of the control page"
 printf '# No examples\n\n```\nkpctl attach x\n```\n' > "$bad/none.md"
-assert_rc 1 "$KPX_ROOT/scripts/doc-test" "$bad/none.md"
+assert_rc 1 "$KPX_ROOT/scripts/check/doc-test" "$bad/none.md"
 assert_match "$out" "no example found" "page without examples"
 rm -rf "$bad"
 assert_no_kprobes

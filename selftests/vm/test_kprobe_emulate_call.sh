@@ -4,7 +4,7 @@
 # emulates the call; the callee must return after the whole 6-byte
 # instruction. Stock 6.12 pushed the address 5 bytes after the probe, and
 # the first open(2) through do_dentry_open+0x1de oopsed in the middle of
-# the call. Sites from scripts/callopt-sites (PREFIXED_CALLS), in
+# the call. Sites from scripts/sites/callopt-sites (PREFIXED_CALLS), in
 # functions the workload runs; every probe is hit, nothing oopses.
 . "$(dirname "$0")/../lib.sh"
 CS=$BUILD/callopt-sites$SFX.env

@@ -3,7 +3,7 @@
 # they can tell a recursive hit: every instruction boundary of
 # rcu_read_lock_any_held(), rcu_is_watching(),
 # rcu_lockdep_current_cpu_online() and rcu_read_lock_sched_held() that this
-# kernel has (RCU_CHECK_SITES of scripts/callopt-sites).
+# kernel has (RCU_CHECK_SITES of scripts/sites/callopt-sites).
 #
 # With PROVE_RCU_LIST, every RCU list walk checks its caller with
 # rcu_read_lock_any_held() (which calls the other two). A nested hit of an

@@ -18,7 +18,7 @@ TOOL=$BUILD/kpx-sweep
 [ -x "$TOOL" ] || fail "no $TOOL (make sweep-tool)"
 [ -r "$LIST" ] || fail "no $LIST (make sweep-sample${SFX})"
 # The reference sites: getpgid()'s fentry site and its first single-instruction
-# site (the list's header names them, as scripts/gen-sites picks them).
+# site (the list's header names them, as scripts/sites/gen-sites picks them).
 hdr() { sed -n "s/^# $1 //p" "$LIST" | head -1; }
 GETPGID_FUNC=$(hdr ref-func)
 GETPGID_FENTRY=$(hdr ref-fentry)
@@ -137,7 +137,7 @@ hs=$(count '.func == "handle_softirqs"')
 [ "$hs" -gt 50 ] || fail "only $hs handle_softirqs sites"
 [ "$(count '.func == "handle_softirqs" and .hits > 0')" -gt 0 ] || fail "no handle_softirqs site hit"
 
-# Regression cases of what the sweep found (scripts/sweep-sites, ALWAYS):
+# Regression cases of what the sweep found (scripts/sites/sweep-sites, ALWAYS):
 # the retpoline call in do_dentry_open on int3 (its emulation returned into
 # the instruction), ktime_add_safe's cmovl before the ret of its return
 # thunk (the ret skipped callopt's preempt_enable). Both must be tried and

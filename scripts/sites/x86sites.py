@@ -5,8 +5,8 @@ can take.
 
 The rules mirror the kernel's callopt_prepare() (arch/x86/kernel/kprobes/
 opt.c) closely enough to *pick* sites for the tests; the tests then check
-what the running kernel really chose. Used by scripts/gen-sites and
-scripts/callopt-sites.
+what the running kernel really chose. Used by scripts/sites/gen-sites and
+scripts/sites/callopt-sites.
 """
 import bisect
 import signal
@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Legacy prefixes, in any order, then REX.
 LEGACY = {0xf0, 0xf2, 0xf3, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65, 0x66, 0x67}
