@@ -28,12 +28,28 @@ struct kstate {
 	bool retpoline_or_ibt;	/* no jump tables: indirect jumps are not checked */
 };
 
+#define MAX_REFUSALS 8
+
+struct refusal {
+	const char *rule;		/* gs, fs, rep, orc, boost, insn, ... */
+	unsigned long off;		/* the instruction or site it is about */
+	char why[200];
+};
+
+/* Why callopt refuses a site: every check that fails, in the kernel's order. */
+struct refusals {
+	int n;				/* how many failed; at most MAX_REFUSALS kept */
+	struct refusal r[MAX_REFUSALS];
+};
+
 struct site {
 	unsigned long off;
 	unsigned long long addr;	/* where the kernel puts the probe */
 	bool boundary;
 	struct kp_insn ki;		/* the instruction at addr */
 	const char *mech;		/* ftrace, callopt, jmpopt, int3, refused */
+	int region;			/* callopt, jmpopt: the bytes displaced */
+	struct refusals no_call;	/* every check that refuses callopt here */
 	char reason[768];
 	char observed[16];		/* --verify */
 	const char *observed_source;	/* "link_info", "debugfs", "none" */
@@ -43,6 +59,9 @@ struct site {
 
 struct explain_opts {
 	const char *vmlinux;
+	bool offline;
+	bool callopt;			/* --callopt: decide as with callopt */
+	unsigned int mechs;		/* --mechanism: bit i for mech_names[i]; 0: all */
 	bool all;
 	bool verify;
 	double wait_opt;
@@ -142,13 +161,15 @@ static const char *why_not_jump_func(const struct kfunc *f, const struct kstate 
  * entries need not start at instruction boundaries). The entry in effect
  * at an address is the last one at or below it (orc_find()); kimage.c read
  * them from vmlinux's .orc_unwind_ip and .orc_unwind, one per byte of FUNC.
+ * *at: the offset of the first byte whose frame differs.
  */
 static const char *why_orc_changes(const struct kfunc *f, unsigned long long a,
-				   unsigned long long end, char *buf, size_t len)
+				   unsigned long long end, unsigned long *at, char *buf, size_t len)
 {
 	const struct kp_orc *site;
 	char at_site[72], at_end[72];
 
+	*at = off_of(f, a);
 	if (!f->orc)
 		return "vmlinux has no ORC tables (.orc_unwind_ip, .orc_unwind) to compare "
 		       "the frames of the displaced region with: callopt unknown, "
@@ -159,6 +180,7 @@ static const char *why_orc_changes(const struct kfunc *f, unsigned long long a,
 
 		if (kp_orc_same(site, e))
 			continue;
+		*at = off_of(f, x);
 		if (!site->found || !e->found) {
 			snprintf(buf, len, "no ORC data at +0x%lx (unwind_orc_same_frame() "
 				 "fails)", off_of(f, site->found ? x : a));
@@ -174,115 +196,163 @@ static const char *why_orc_changes(const struct kfunc *f, unsigned long long a,
 }
 
 /*
+ * Every check of callopt_prepare() that fails at a site, not only the
+ * first: which rule refused it shows whether one rule alone decides (the
+ * tests pick sites that only one rule refuses, scripts/sites/callopt-sites).
+ * The first one is the reason the text output gives.
+ */
+static void no_call(struct refusals *rs, const char *rule, unsigned long off,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void no_call(struct refusals *rs, const char *rule, unsigned long off,
+		    const char *fmt, ...)
+{
+	struct refusal *r;
+	va_list ap;
+
+	if (rs->n++ >= MAX_REFUSALS)
+		return;		/* counted, not kept */
+	r = &rs->r[rs->n - 1];
+	r->rule = rule;
+	r->off = off;
+	va_start(ap, fmt);
+	vsnprintf(r->why, sizeof(r->why), fmt, ap);
+	va_end(ap);
+}
+
+/* The rule a callopt_insn_ok() refusal belongs to (x86_rules.c's texts). */
+static const char *insn_rule(const char *why)
+{
+	if (!strncmp(why, "%gs", 3))
+		return "gs";
+	if (!strncmp(why, "%fs", 3))
+		return "fs";
+	if (!strncmp(why, "REP string", 10))
+		return "rep";
+	return "insn";
+}
+
+/*
  * callopt_prepare() for a region of several instructions: each must be
  * copyable, boostable, safe in the call buffer and no ENDBR after the first
  * byte; the function must pass can_optimize(); the ORC data must not
  * change in the region; the region must not be reserved. Sets *region to
  * the region's length.
  */
-static const char *why_not_callopt_multi(const struct kfunc *f, const struct kstate *ks,
-					 const struct site *s, int *region,
-					 char *buf, size_t len)
+static void why_not_callopt_multi(const struct kfunc *f, const struct kstate *ks,
+				  const struct site *s, int *region, struct refusals *rs)
 {
 	static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
 	size_t avail = f->size + KFUNC_SLACK;
 	unsigned long long end, ends[KP_JMP32_SIZE];
 	const char *r;
+	char buf[256];
+	unsigned long at;
 	int n = 0, ninsns = 0;
 
 	while (n < KP_JMP32_SIZE) {
 		size_t off = off_of(f, s->addr) + n;
 		struct kp_insn ki;
-		const char *why = NULL;
+		const char *why = NULL, *rule = NULL;
 
 		if (off >= avail || !kp_decode(f->text + off, avail - off, &ki)) {
-			snprintf(buf, len, "undecodable instruction at +0x%zx", off);
-			return buf;
+			no_call(rs, "decode", off, "undecodable instruction at +0x%zx", off);
+			return;
 		}
-		if (ki.copy_refusal)
+		if (ki.copy_refusal) {
 			why = ki.copy_refusal;
-		else if (addr_set_has(&f->extable, s->addr + n))
+			rule = "copy";
+		} else if (addr_set_has(&f->extable, s->addr + n)) {
 			why = "in the exception table";
-		else if (ki.boost_refusal)
+			rule = "extable";
+		} else if (ki.boost_refusal) {
 			why = ki.boost_refusal;
-		else if (ki.callopt_refusal)
+			rule = "boost";
+		} else if (ki.callopt_refusal) {
 			why = ki.callopt_refusal;
-		else if (n && ki.len == 4 && !memcmp(f->text + off, endbr64, 4))
+			rule = insn_rule(why);
+		} else if (n && ki.len == 4 && !memcmp(f->text + off, endbr64, 4)) {
 			why = "an ENDBR (indirect branch target) inside the region";
-		if (why) {
-			snprintf(buf, len, "the %s at +0x%zx in the call's 5-byte region: %s",
-				 ki.mnemonic, off, why);
-			return buf;
+			rule = "endbr";
 		}
+		if (why)
+			no_call(rs, rule, off, "the %s at +0x%zx in the call's 5-byte region: %s",
+				ki.mnemonic, off, why);
 		n += ki.len;
 		ends[ninsns++] = s->addr + n;
 	}
-	if (f->size - off_of(f, s->addr) < (unsigned long)n)
-		return "the region runs past the function's end";
-	r = why_not_jump_func(f, ks, s->addr, buf, len);
-	if (r)
-		return r;
-	r = why_orc_changes(f, s->addr, ends[ninsns - 1], buf, len);
-	if (r)
-		return r;
 	end = s->addr + n - 1;
-	r = reserved(f, s->addr, end);
-	if (r) {
-		snprintf(buf, len, "the region +0x%lx..+0x%lx %s", off_of(f, s->addr),
-			 off_of(f, end), r);
-		return buf;
+	if (f->size - off_of(f, s->addr) < (unsigned long)n) {
+		no_call(rs, "end", s->off, "the region runs past the function's end");
+	} else {
+		r = why_not_jump_func(f, ks, s->addr, buf, sizeof(buf));
+		if (r)
+			no_call(rs, "function", s->off, "%s", r);
+		r = why_orc_changes(f, s->addr, ends[ninsns - 1], &at, buf, sizeof(buf));
+		if (r)
+			no_call(rs, "orc", at, "%s", r);
 	}
+	r = reserved(f, s->addr, end);
+	if (r)
+		no_call(rs, "reserved", s->off, "the region +0x%lx..+0x%lx %s",
+			off_of(f, s->addr), off_of(f, end), r);
 	for (size_t i = 0; i < f->kprobes.n; i++) {
 		if (f->kprobes.a[i] > s->addr && f->kprobes.a[i] <= end) {
-			snprintf(buf, len, "another kprobe at +0x%lx lies in the region",
-				 off_of(f, f->kprobes.a[i]));
-			return buf;
+			no_call(rs, "kprobe", s->off, "another kprobe at +0x%lx lies in the region",
+				off_of(f, f->kprobes.a[i]));
+			break;
 		}
 	}
 	*region = n;
-	return NULL;
 }
 
-/* Why callopt_prepare() would fail, or NULL; *region: the displaced bytes. */
-static const char *why_not_callopt(const struct kfunc *f, const struct kstate *ks,
-				   const struct site *s, int *region, char *buf, size_t len)
+/* Why callopt_prepare() would fail (none: it takes the site); *region: the displaced bytes. */
+static void why_not_callopt(const struct kfunc *f, const struct kstate *ks,
+			    const struct site *s, int *region, struct refusals *rs)
 {
 	const struct kp_insn *ki = &s->ki;
 	unsigned long long end = s->addr + ki->len;
+	unsigned long at;
 	const char *r;
+	char buf[256];
 
-	if (ks->callopt < 0)
-		return "this kernel has no callopt (no " KPROBES_CALLOPT "; the callopt "
-		       "series builds it only with the ORC unwinder)";
-	if (!ks->callopt)
-		return "callopt is off (debug.kprobes-callopt=0)";
-	if (in_entry_text(f, s->addr))
-		return "entry text";
-	if (ki->len < KP_JMP32_SIZE)
-		return why_not_callopt_multi(f, ks, s, region, buf, len);
+	if (ks->callopt < 0) {
+		no_call(rs, "absent", s->off, "this kernel has no callopt (no " KPROBES_CALLOPT
+			"; the callopt series builds it only with the ORC unwinder)");
+		return;
+	}
+	if (!ks->callopt) {
+		no_call(rs, "off", s->off, "callopt is off (debug.kprobes-callopt=0)");
+		return;
+	}
+	if (in_entry_text(f, s->addr)) {
+		no_call(rs, "entry-text", s->off, "entry text");
+		return;
+	}
+	if (ki->len < KP_JMP32_SIZE) {
+		why_not_callopt_multi(f, ks, s, region, rs);
+		return;
+	}
 	*region = ki->len;
 	if (addr_set_has(&f->extable, s->addr))
-		return "the instruction is in the exception table (can_boost)";
-	if (ki->boost_refusal) {
-		snprintf(buf, len, "%s is not boostable: %s", ki->mnemonic, ki->boost_refusal);
-		return buf;
+		no_call(rs, "extable", s->off,
+			"the instruction is in the exception table (can_boost)");
+	if (ki->boost_refusal)
+		no_call(rs, "boost", s->off, "%s is not boostable: %s", ki->mnemonic,
+			ki->boost_refusal);
+	if (ki->callopt_refusal)
+		no_call(rs, insn_rule(ki->callopt_refusal), s->off,
+			"%s is unsafe in the call buffer: %s", ki->mnemonic, ki->callopt_refusal);
+	if (f->size - off_of(f, s->addr) < (unsigned long)ki->len) {
+		no_call(rs, "end", s->off, "the instruction runs past the function's end");
+	} else {
+		r = why_orc_changes(f, s->addr, end, &at, buf, sizeof(buf));
+		if (r)
+			no_call(rs, "orc", at, "%s", r);
 	}
-	if (ki->callopt_refusal) {
-		snprintf(buf, len, "%s is unsafe in the call buffer: %s", ki->mnemonic,
-			 ki->callopt_refusal);
-		return buf;
-	}
-	if (f->size - off_of(f, s->addr) < (unsigned long)ki->len)
-		return "the instruction runs past the function's end";
-	r = why_orc_changes(f, s->addr, end, buf, len);
-	if (r)
-		return r;
 	r = reserved(f, s->addr, s->addr + ki->len - 1);
-	if (r) {
-		snprintf(buf, len, "the instruction %s", r);
-		return buf;
-	}
-	return NULL;
+	if (r)
+		no_call(rs, "reserved", s->off, "the instruction %s", r);
 }
 
 /* can_optimize(): the whole-function checks of the jump optimization. */
@@ -448,7 +518,7 @@ static bool insn_refused(struct site *s)
 
 static void decide_optimized(const struct kfunc *f, const struct kstate *ks, struct site *s)
 {
-	char cbuf[256], jbuf[256];
+	char jbuf[256];
 	const char *no_call, *no_jump;
 	int region = 0;
 
@@ -458,9 +528,11 @@ static void decide_optimized(const struct kfunc *f, const struct kstate *ks, str
 			 "kprobes optimization is off (debug.kprobes-optimization=0)");
 		return;
 	}
-	no_call = why_not_callopt(f, ks, s, &region, cbuf, sizeof(cbuf));
+	why_not_callopt(f, ks, s, &region, &s->no_call);
+	no_call = s->no_call.n ? s->no_call.r[0].why : NULL;
 	if (!no_call && region == s->ki.len) {
 		s->mech = "callopt";
+		s->region = region;
 		snprintf(s->reason, sizeof(s->reason), "a single %d-byte %s: boostable, "
 			 "safe in the call buffer, same ORC frame after it, not reserved",
 			 s->ki.len, s->ki.mnemonic);
@@ -468,6 +540,7 @@ static void decide_optimized(const struct kfunc *f, const struct kstate *ks, str
 	}
 	if (!no_call) {
 		s->mech = "callopt";
+		s->region = region;
 		snprintf(s->reason, sizeof(s->reason), "region +0x%lx..+0x%lx of several "
 			 "instructions, all boostable and safe in the call buffer, no jump "
 			 "into it, the same ORC frame throughout (installed after an "
@@ -480,6 +553,7 @@ static void decide_optimized(const struct kfunc *f, const struct kstate *ks, str
 		no_jump = why_not_jump_region(f, s->addr, &region, jbuf, sizeof(jbuf));
 	if (!no_jump) {
 		s->mech = "jmpopt";
+		s->region = region;
 		snprintf(s->reason, sizeof(s->reason), "not callopt: %s; jump-optimized region "
 			 "+0x%lx..+0x%lx, all boostable, no jump into it", no_call,
 			 s->off, s->off + region - 1);
@@ -579,6 +653,19 @@ static void site_bytes(const struct kfunc *f, const struct site *s, char *buf, s
 	print_bytes(buf, len, f->text + off, s->ki.len);
 }
 
+/* A jump, call or return: control does not simply fall through. */
+static bool is_branch(const struct kp_insn *ki)
+{
+	static const char *const flow[] = { "call", "call*", "ret" };
+
+	if (ki->rel_jump || ki->indirect_jump)
+		return true;
+	for (size_t i = 0; i < sizeof(flow) / sizeof(flow[0]); i++)
+		if (ki->mnemonic && !strcmp(ki->mnemonic, flow[i]))
+			return true;
+	return false;
+}
+
 static void print_site_json(struct kpx_json *w, const struct kfunc *f, const struct site *s,
 			    bool verify)
 {
@@ -592,8 +679,25 @@ static void print_site_json(struct kpx_json *w, const struct kfunc *f, const str
 	jw_int_field(w, "len", s->boundary ? s->ki.len : 0);
 	jw_string_field(w, "bytes", bytes);
 	jw_string_field(w, "insn", s->boundary && s->ki.mnemonic ? s->ki.mnemonic : "");
+	jw_bool_field(w, "branch", s->boundary && is_branch(&s->ki));
+	if (s->boundary && s->ki.rel_jump)
+		jw_hex_field(w, "target", s->addr + s->ki.len + s->ki.rel_target);
+	/* The operand's address; %gs-relative: the per-CPU offset (wraps). */
+	if (s->boundary && s->ki.rip_relative)
+		jw_hex_field(w, "rip_target", s->addr + s->ki.len + s->ki.rip_disp);
 	jw_string_field(w, "mechanism", s->mech);
+	jw_int_field(w, "region", s->region);
 	jw_string_field(w, "reason", s->reason);
+	jw_int_field(w, "callopt_refusal_count", s->no_call.n);
+	jw_array_field(w, "callopt_refusals");
+	for (int i = 0; i < s->no_call.n && i < MAX_REFUSALS; i++) {
+		jw_start_object(w);
+		jw_string_field(w, "rule", s->no_call.r[i].rule);
+		jw_uint_field(w, "offset", s->no_call.r[i].off);
+		jw_string_field(w, "reason", s->no_call.r[i].why);
+		jw_end_object(w);
+	}
+	jw_end_array(w);
 	if (verify) {
 		jw_string_field(w, "observed", s->observed);
 		jw_bool_field(w, "match", !strcmp(s->observed, s->mech));
@@ -617,11 +721,11 @@ struct report {
 	int mismatches;
 };
 
-static void print_json(const struct report *r)
+/* The fields of one function's report, into the open object of @w. */
+static void print_json_fields(struct kpx_json *w, const struct report *r)
 {
 	const struct kfunc *f = r->f;
 	static const char *const bid[] = { "differ", "match" };
-	struct kpx_json *w = json_begin();
 
 	jw_string_field(w, "func", f->name);
 	jw_hex_field(w, "addr", f->addr);
@@ -629,6 +733,7 @@ static void print_json(const struct report *r)
 	jw_string_field(w, "next", f->next);
 	jw_bool_field(w, "endbr", has_endbr(f));
 	jw_string_field(w, "text", f->live ? "live" : "vmlinux");
+	jw_bool_field(w, "offline", r->vm->offline);
 	jw_object_field(w, "vmlinux");
 	jw_string_field(w, "path", r->vm->path);
 	jw_string_field(w, "build_id", r->vm->build_id_match < 0 ? "unknown" :
@@ -655,7 +760,6 @@ static void print_json(const struct report *r)
 		jw_int_field(w, "mismatches", r->mismatches);
 		jw_end_object(w);
 	}
-	json_end();
 }
 
 static void print_text(const struct report *r)
@@ -667,9 +771,9 @@ static void print_text(const struct report *r)
 	       has_endbr(f) ? ", ENDBR" : "", f->live ? "the running kernel" : "vmlinux",
 	       r->vm->path, r->vm->build_id_match < 0 ? "unknown" :
 	       r->vm->build_id_match ? "matches" : "DIFFERS");
-	printf("kernel: callopt %s, optimization %s\n",
+	printf("kernel: callopt %s, optimization %s%s\n",
 	       r->ks->callopt < 0 ? "absent" : r->ks->callopt ? "on" : "off",
-	       r->ks->optimization ? "on" : "off");
+	       r->ks->optimization ? "on" : "off", r->vm->offline ? " (offline: assumed)" : "");
 	for (int i = 0; i < r->nnotes; i++)
 		printf("note: %s\n", r->notes[i]);
 	printf("%-7s %-18s %-3s %-26s %-8s %-10s%s %s\n", "OFFSET", "ADDRESS", "LEN", "BYTES",
@@ -731,7 +835,11 @@ static void add_notes(struct report *r)
 {
 	const struct kfunc *f = r->f;
 
-	if (!f->live)
+	if (r->vm->offline)
+		note(r, "offline: decoded vmlinux as linked, with its own tables; assumed: "
+		     "the knobs at their defaults, SMP, no kprobes registered; sites the "
+		     "kernel patches at boot (alternatives, return thunks) may differ");
+	else if (!f->live)
 		note(r, "could not read the running kernel's text; decoded vmlinux, which "
 		     "differs at sites the kernel patches at boot");
 	else
@@ -741,7 +849,7 @@ static void add_notes(struct report *r)
 	if (f->kprobes.n)
 		note(r, "%zu kprobe(s) already registered in %s: predictions assume they stay; "
 		     "their bytes were restored from vmlinux", f->kprobes.n, f->name);
-	if (!f->ftrace_from_tracefs)
+	if (!f->ftrace_from_tracefs && !r->vm->offline)
 		note(r, "ftrace sites from vmlinux's __mcount_loc (tracefs unreadable)");
 	if (f->alternatives.n)
 		note(r, "%zu alternative site(s) in %s: not reserved for kprobes, decoded as "
@@ -821,7 +929,7 @@ static int verify_all(struct kpctl_bpf *skel, struct report *r, const struct exp
 static void usage_explain(FILE *f)
 {
 	fprintf(f,
-"Usage: kpctl explain [OPTIONS] FUNC\n"
+"Usage: kpctl explain [OPTIONS] FUNC...\n"
 "\n"
 "For each instruction boundary of FUNC (a vmlinux function), the mechanism a\n"
 "kprobe there gets on the running kernel (ftrace, callopt, jmpopt, int3 or\n"
@@ -833,11 +941,27 @@ static void usage_explain(FILE *f)
 "blacklist, ftrace sites and the optimization knobs from debugfs, tracefs\n"
 "and sysctl. Needs root.\n"
 "\n"
+"With --offline, nothing is asked of the running kernel: the image's own\n"
+"symbols, tables and ftrace sites (__mcount_loc) and its blacklist\n"
+"(_kprobe_blacklist, .kprobes.text, .noinstr.text, entry text) decide, for a\n"
+"kernel with its knobs at their defaults (callopt, where the image has it,\n"
+"and optimization on), SMP, and no kprobes registered.\n"
+"Text as linked: where the kernel patches itself at boot, it may differ.\n"
+"The project's scripts pick their test and benchmark sites this way.\n"
+"\n"
+"With several FUNCs, -j prints {\"functions\": [...]}, one report each.\n"
+"\n"
 "  -k, --vmlinux FILE  the kernel image (default: the first of vmlinux,\n"
 "                      vmlinux-NAME for a release ending in -kpx-NAME and\n"
 "                      vmlinux-debug next to kpctl, /boot/vmlinux-$(uname -r)\n"
 "                      and /usr/lib/debug/boot/vmlinux-$(uname -r) whose build\n"
 "                      id matches the running kernel)\n"
+"  -o, --offline       decide from the image alone (needs --vmlinux; no root)\n"
+"  -C, --callopt       with --offline: decide as a kernel with callopt, also\n"
+"                      for an image built without it (where the series would\n"
+"                      call-optimize; the scripts pick stock's sites so)\n"
+"  -m, --mechanism LIST  only the sites of these mechanisms, comma-separated\n"
+"                      (ftrace, callopt, jmpopt, int3, refused)\n"
 "  -a, --all           list every byte offset, not only instruction boundaries\n"
 "  -V, --verify        attach at every listed offset, one at a time, and\n"
 "                      compare the mechanism the kernel chose; exit 1 on any\n"
@@ -852,13 +976,46 @@ static void usage_explain(FILE *f)
 "Examples:\n"
 "  kpctl explain __x64_sys_getpgid\n"
 "  kpctl -j explain --verify --wait-opt 10 __x64_sys_getpgid\n"
-"  kpctl explain --all vfs_read\n");
+"  kpctl explain --all vfs_read\n"
+"  kpctl -j explain --offline --vmlinux build/vmlinux --mechanism callopt vfs_read\n");
+}
+
+static const char *const mech_names[] = { "ftrace", "callopt", "jmpopt", "int3", "refused" };
+
+/* --mechanism M[,M...]: a bit per name of mech_names[]. */
+static int parse_mechs(const char *arg, unsigned int *mechs)
+{
+	char buf[128], *tok, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	*mechs = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i;
+
+		for (i = 0; i < sizeof(mech_names) / sizeof(mech_names[0]); i++)
+			if (!strcmp(tok, mech_names[i]))
+				break;
+		if (i == sizeof(mech_names) / sizeof(mech_names[0])) {
+			errx("explain: unknown mechanism '%s' (ftrace, callopt, jmpopt, int3, "
+			     "refused)", tok);
+			return -1;
+		}
+		*mechs |= 1U << i;
+	}
+	if (!*mechs) {
+		errx("explain: --mechanism wants a list such as callopt,jmpopt");
+		return -1;
+	}
+	return 0;
 }
 
 static int parse_explain_opts(int argc, char **argv, struct explain_opts *o)
 {
 	static const struct option opts[] = {
 		{ "vmlinux", required_argument, NULL, 'k' },
+		{ "offline", no_argument, NULL, 'o' },
+		{ "callopt", no_argument, NULL, 'C' },
+		{ "mechanism", required_argument, NULL, 'm' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "verify", no_argument, NULL, 'V' },
 		{ "wait-opt", required_argument, NULL, 'w' },
@@ -872,10 +1029,20 @@ static int parse_explain_opts(int argc, char **argv, struct explain_opts *o)
 	o->wait_opt = 10;
 	o->settle = 1;
 	optind = 0;
-	while ((c = cmd_getopt(argc, argv, "k:aVw:s:h", opts)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "k:oCm:aVw:s:h", opts)) != -1) {
 		switch (c) {
 		case 'k':
 			o->vmlinux = optarg;
+			break;
+		case 'o':
+			o->offline = true;
+			break;
+		case 'C':
+			o->callopt = true;
+			break;
+		case 'm':
+			if (parse_mechs(optarg, &o->mechs))
+				return EXIT_USAGE;
 			break;
 		case 'a':
 			o->all = true;
@@ -897,9 +1064,21 @@ static int parse_explain_opts(int argc, char **argv, struct explain_opts *o)
 			return EXIT_USAGE;	/* said by cmd_getopt() */
 		}
 	}
-	if (argc - optind != 1) {
-		errx("explain: want exactly one FUNC");
+	if (argc - optind < 1) {
+		errx("explain: want a FUNC");
 		usage_explain(stderr);
+		return EXIT_USAGE;
+	}
+	if (o->offline && !o->vmlinux) {
+		errx("explain: --offline needs --vmlinux FILE (the running kernel is not asked)");
+		return EXIT_USAGE;
+	}
+	if (o->callopt && !o->offline) {
+		errx("explain: --callopt is for --offline (the running kernel says what it has)");
+		return EXIT_USAGE;
+	}
+	if (o->offline && o->verify) {
+		errx("explain: --verify attaches probes to the running kernel: not with --offline");
 		return EXIT_USAGE;
 	}
 	return -1;
@@ -1000,79 +1179,210 @@ static void kstate_read(struct kstate *ks)
 			       ksym_addr("ibt_selftest");
 }
 
-static int build_sites(struct report *r, bool all)
+static bool mech_wanted(unsigned int mechs, const char *mech)
+{
+	if (!mechs)
+		return true;
+	for (size_t i = 0; i < sizeof(mech_names) / sizeof(mech_names[0]); i++)
+		if (!strcmp(mech, mech_names[i]))
+			return mechs & (1U << i);
+	return false;
+}
+
+static int build_sites(struct report *r, const struct explain_opts *o)
 {
 	const struct kfunc *f = r->f;
 	bool *boundary = calloc(f->size + 1, sizeof(bool));
+	size_t nsites = 1;	/* the offset past the end */
 	int bad = 0;
 
-	r->sites = calloc(f->size + 1, sizeof(*r->sites));
-	if (!boundary || !r->sites) {
+	if (!boundary)
+		return -ENOMEM;
+	if (decode_boundaries(f, boundary, &bad))
+		note(r, "the kernel's decoder stops at +0x%x: later offsets are refused", bad);
+	for (unsigned long off = 0; off < f->size; off++)
+		nsites += o->all || boundary[off];
+	r->sites = calloc(nsites, sizeof(*r->sites));
+	if (!r->sites) {
 		free(boundary);
 		return -ENOMEM;
 	}
-	if (decode_boundaries(f, boundary, &bad))
-		note(r, "the kernel's decoder stops at +0x%x: later offsets are refused", bad);
 	for (unsigned long off = 0; off <= f->size; off++) {
 		struct site *s = &r->sites[r->n];
 
-		if (!all && off < f->size && !boundary[off])
+		if (!o->all && off < f->size && !boundary[off])
 			continue;
+		memset(s, 0, sizeof(*s));
 		s->off = off;
 		decide(f, r->ks, boundary, s);
-		r->n++;
+		if (mech_wanted(o->mechs, s->mech))
+			r->n++;
 	}
 	free(boundary);
 	return 0;
 }
 
+/*
+ * The state of a kernel that is not asked (--offline): the defaults of
+ * its knobs, callopt where the image has it.
+ */
+static void kstate_offline(struct kstate *ks, bool callopt)
+{
+	/* The knob's variable (CONFIG_KPROBES_CALLOPT): the image has callopt. */
+	ks->callopt = callopt || ksym_addr("kprobes_callopt_enabled") ? 1 : -1;
+	ks->optimization = 1;
+	ks->retpoline_or_ibt = ksym_addr("__x86_indirect_thunk_array") ||
+			       ksym_addr("__x86_indirect_thunk_rax") ||
+			       ksym_addr("ibt_selftest");
+}
+
+/* Explains one function: into the open object of @w with -j, else as text. */
+/*
+ * Explains one function. With -j: as the whole document when @w is NULL,
+ * else into the open object of @w. Prints nothing when it fails to read FUNC.
+ */
+static int explain_one(const char *name, struct vmlinux *vm, const struct kstate *ks,
+		       const struct explain_opts *o, struct kpx_json *w, bool *printed)
+{
+	struct report r = {};
+	struct kfunc f = {};
+	int ret = EXIT_FAIL;
+
+	*printed = false;
+	if (load_func(&f, vm, name))
+		goto out;
+	r.f = &f;
+	r.vm = vm;
+	r.ks = ks;
+	r.verify = o->verify;
+	add_notes(&r);
+	if (build_sites(&r, o)) {
+		errx("out of memory");
+		goto out;
+	}
+	if (o->verify && verify_all(text_skel, &r, o))
+		goto out;
+	*printed = true;
+	if (w) {
+		print_json_fields(w, &r);
+	} else if (env.json) {
+		print_json_fields(json_begin(), &r);
+		json_end();
+	} else {
+		print_text(&r);
+	}
+	ret = r.mismatches ? EXIT_FAIL : EXIT_OK;
+	if (r.mismatches)
+		errx("%s: %d offset(s) got another mechanism than predicted", name, r.mismatches);
+out:
+	free(r.sites);
+	kfunc_free(&f);
+	return ret;
+}
+
 int cmd_explain(int argc, char **argv)
 {
 	struct explain_opts o = {};
-	struct report r = {};
 	struct vmlinux vm = {};
-	struct kfunc f = {};
+	struct kpx_json *w = NULL;
 	struct kstate ks;
-	int ret;
+	struct ksym sym;
+	int ret, nfuncs, nfailed = 0;
 
 	ret = parse_explain_opts(argc, argv, &o);
 	if (ret >= 0)
 		return ret;
 	ret = EXIT_FAIL;
-	if (strchr(argv[optind], ':') || strchr(argv[optind], '+')) {
-		errx("explain takes a vmlinux function name (no MODULE: or +OFF: it reads "
-		     "the tables and ORC data of vmlinux only)");
-		return EXIT_USAGE;
+	nfuncs = argc - optind;
+	for (int i = optind; i < argc; i++) {
+		if (strchr(argv[i], ':') || strchr(argv[i], '+')) {
+			errx("explain takes vmlinux function names (no MODULE: or +OFF: it reads "
+			     "the tables and ORC data of vmlinux only): '%s'", argv[i]);
+			return EXIT_USAGE;
+		}
 	}
-	if (require_kprobes())
-		return EXIT_FAIL;
-	text_skel = open_skel();
-	if (!text_skel)
-		return EXIT_FAIL;
-	if (load_skel(text_skel, "kpctl_read_text", "kpctl_kprobe", NULL))
+	if (o.offline) {
+		int err = vmlinux_open_offline(&vm, o.vmlinux);
+
+		if (err) {
+			errx("cannot read the kernel image '%s': %s", o.vmlinux, strerror(-err));
+			return EXIT_FAIL;
+		}
+		kstate_offline(&ks, o.callopt);
+	} else {
+		if (require_kprobes())
+			return EXIT_FAIL;
+		text_skel = open_skel();
+		if (!text_skel)
+			return EXIT_FAIL;
+		if (load_skel(text_skel, "kpctl_read_text", "kpctl_kprobe", NULL))
+			goto out;
+		if (open_vmlinux(&vm, o.vmlinux))
+			goto out;
+		kstate_read(&ks);
+	}
+	/* Every name first: one that is not there changes nothing printed. */
+	for (int i = optind; i < argc; i++) {
+		if (ksym_lookup(argv[i], &sym) == -ENOENT) {
+			errx("no such function in %s: '%s'",
+			     o.offline ? vm.path : "the kernel", argv[i]);
+			goto out;
+		}
+	}
+	if (nfuncs == 1) {
+		bool printed;
+
+		ret = explain_one(argv[optind], &vm, &ks, &o, NULL, &printed);
 		goto out;
-	if (open_vmlinux(&vm, o.vmlinux) || load_func(&f, &vm, argv[optind]))
-		goto out;
-	kstate_read(&ks);
-	r.f = &f;
-	r.vm = &vm;
-	r.ks = &ks;
-	r.verify = o.verify;
-	add_notes(&r);
-	if (build_sites(&r, o.all))
-		goto out;
-	if (o.verify && verify_all(text_skel, &r, &o))
-		goto out;
-	if (env.json)
-		print_json(&r);
-	else
-		print_text(&r);
-	ret = r.mismatches ? EXIT_FAIL : EXIT_OK;
-	if (r.mismatches)
-		errx("%d offset(s) got another mechanism than predicted", r.mismatches);
+	}
+	/*
+	 * Several: {"schema":1,"functions":[{...},...]}, or text one after
+	 * another. A function that cannot be read (its text outside the
+	 * image's sections, say) gets {"func":...,"error":...} and the others
+	 * go on; the command then exits 1 with a top-level "error".
+	 */
+	if (env.json) {
+		w = json_begin();
+		jw_array_field(w, "functions");
+	}
+	ret = EXIT_OK;
+	for (int i = optind; i < argc && !stop_requested; i++) {
+		bool printed;
+		int one;
+
+		if (w)
+			jw_start_object(w);
+		else if (i > optind)
+			putchar('\n');
+		env.error[0] = '\0';	/* this function's error */
+		one = explain_one(argv[i], &vm, &ks, &o, w, &printed);
+		if (w && !printed) {
+			jw_string_field(w, "func", argv[i]);
+			jw_string_field(w, "error", env.error[0] ? env.error : "failed");
+		}
+		if (w)
+			jw_end_object(w);
+		if (one != EXIT_OK) {
+			ret = one;
+			nfailed++;
+		}
+	}
+	if (stop_requested) {
+		errx("interrupted");
+		ret = EXIT_FAIL;
+	} else if (nfailed) {
+		snprintf(env.error, sizeof(env.error), "%d of %d functions failed", nfailed,
+			 nfuncs);
+		if (!env.json)
+			warnx("%s", env.error);
+	}
+	if (w) {
+		jw_end_array(w);
+		if (ret != EXIT_OK)
+			jw_string_field(w, "error", env.error);
+		json_end();
+	}
 out:
-	free(r.sites);
-	kfunc_free(&f);
 	vmlinux_close(&vm);
 	kpctl_bpf__destroy(text_skel);
 	text_skel = NULL;

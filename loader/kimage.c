@@ -69,13 +69,21 @@ static const unsigned char *image_at(const struct vmlinux *vm, unsigned long lon
 	return sh ? vm->map + sh->sh_offset + (va - sh->sh_addr) : NULL;
 }
 
-/*
- * The value of symbol @name in vmlinux's symbol table (0 if absent); with
- * @want, the first symbol of that name at @want, if any.
- */
-static unsigned long long elf_sym_at(const struct vmlinux *vm, const char *name,
-				     unsigned long long want)
+static int vm_sym_cmp(const void *a, const void *b)
 {
+	const struct vm_sym *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* Sorts vmlinux's named symbols by name, once (vm->syms). */
+static void vm_syms_build(struct vmlinux *vm)
+{
+	size_t cap = 0;
+
 	for (int i = 1; i < nsections(vm); i++) {
 		const Elf64_Shdr *sh = shdr(vm, i), *strs;
 		const Elf64_Sym *sym;
@@ -87,13 +95,50 @@ static unsigned long long elf_sym_at(const struct vmlinux *vm, const char *name,
 		sym = (const Elf64_Sym *)(vm->map + sh->sh_offset);
 		n = sh->sh_size / sizeof(*sym);
 		for (size_t k = 0; k < n; k++) {
-			const char *s = (const char *)vm->map + strs->sh_offset + sym[k].st_name;
+			if (!sym[k].st_name)
+				continue;
+			if (vm->nsyms == cap) {
+				struct vm_sym *v;
 
-			if (sym[k].st_name && !strcmp(s, name) &&
-			    (!want || sym[k].st_value == want))
-				return sym[k].st_value;
+				cap = cap ? 2 * cap : 65536;
+				v = realloc(vm->syms, cap * sizeof(*v));
+				if (!v)
+					return;
+				vm->syms = v;
+			}
+			vm->syms[vm->nsyms].name = (const char *)vm->map + strs->sh_offset +
+						   sym[k].st_name;
+			vm->syms[vm->nsyms++].value = sym[k].st_value;
 		}
 	}
+	if (vm->syms)
+		qsort(vm->syms, vm->nsyms, sizeof(*vm->syms), vm_sym_cmp);
+}
+
+/*
+ * The value of symbol @name in vmlinux's symbol table (0 if absent); with
+ * @want, the first symbol of that name at @want, if any.
+ */
+static unsigned long long elf_sym_at(const struct vmlinux *cvm, const char *name,
+				     unsigned long long want)
+{
+	struct vmlinux *vm = (struct vmlinux *)cvm;	/* the cache only */
+	size_t lo = 0, hi;
+
+	if (!vm->syms)
+		vm_syms_build(vm);
+	hi = vm->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(vm->syms[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < vm->nsyms && !strcmp(vm->syms[lo].name, name); lo++)
+		if (!want || vm->syms[lo].value == want)
+			return vm->syms[lo].value;
 	return 0;
 }
 
@@ -341,14 +386,67 @@ void kp_orc_format(const struct kp_orc *o, char *buf, size_t len)
 		 o->signal);
 }
 
-int vmlinux_open(struct vmlinux *vm, const char *path)
+/*
+ * Hands vmlinux's symbols to libkpx in /proc/kallsyms' format, as
+ * scripts/kallsyms would list them: named symbols of allocated sections,
+ * 't'/'T' in executable ones (local/global), 'd'/'D' elsewhere.
+ * Assembler-local and mapping symbols are left out.
+ */
+static int load_symbols(const struct vmlinux *vm)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	int err;
+
+	if (!out)
+		return -errno;
+	for (int i = 1; i < nsections(vm); i++) {
+		const Elf64_Shdr *sh = shdr(vm, i), *strs;
+		const Elf64_Sym *sym;
+		size_t n;
+
+		if (sh->sh_type != SHT_SYMTAB)
+			continue;
+		strs = shdr(vm, sh->sh_link);
+		sym = (const Elf64_Sym *)(vm->map + sh->sh_offset);
+		n = sh->sh_size / sizeof(*sym);
+		for (size_t k = 0; k < n; k++) {
+			const char *name = (const char *)vm->map + strs->sh_offset +
+					   sym[k].st_name;
+			int type = ELF64_ST_TYPE(sym[k].st_info);
+			bool global = ELF64_ST_BIND(sym[k].st_info) != STB_LOCAL;
+			const Elf64_Shdr *in;
+
+			if (!sym[k].st_name || !name[0] || name[0] == '$' ||
+			    !strncmp(name, ".L", 2) || sym[k].st_shndx == SHN_UNDEF ||
+			    sym[k].st_shndx >= nsections(vm) ||
+			    (type != STT_FUNC && type != STT_NOTYPE && type != STT_OBJECT))
+				continue;
+			in = shdr(vm, sym[k].st_shndx);
+			if (!(in->sh_flags & SHF_ALLOC))
+				continue;
+			fprintf(out, "%016llx %c %s\n", (unsigned long long)sym[k].st_value,
+				in->sh_flags & SHF_EXECINSTR ? (global ? 'T' : 't') :
+				(global ? 'D' : 'd'), name);
+		}
+	}
+	if (fclose(out))
+		return -ENOMEM;
+	err = kpx_kallsyms_load_stream(fmemopen(buf, len, "r"));
+	free(buf);
+	return err;
+}
+
+static int vmlinux_map(struct vmlinux *vm, const char *path, bool offline)
 {
 	const Elf64_Ehdr *eh;
 	unsigned long long text;
 	struct stat st;
-	int fd;
+	int fd, err;
 
 	memset(vm, 0, sizeof(*vm));
+	vm->offline = offline;
 	snprintf(vm->path, sizeof(vm->path), "%s", path);
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
@@ -371,11 +469,30 @@ int vmlinux_open(struct vmlinux *vm, const char *path)
 		vmlinux_close(vm);
 		return -ENOEXEC;
 	}
-	text = elf_sym(vm, "_text");
-	vm->delta = text ? (long long)(ksym_addr("_text") - text) : 0;
-	vm->build_id_match = check_build_id(vm);
+	if (offline) {
+		err = load_symbols(vm);
+		if (err) {
+			vmlinux_close(vm);
+			return err;
+		}
+		vm->build_id_match = -1;
+	} else {
+		text = elf_sym(vm, "_text");
+		vm->delta = text ? (long long)(ksym_addr("_text") - text) : 0;
+		vm->build_id_match = check_build_id(vm);
+	}
 	load_orc(vm);
 	return 0;
+}
+
+int vmlinux_open(struct vmlinux *vm, const char *path)
+{
+	return vmlinux_map(vm, path, false);
+}
+
+int vmlinux_open_offline(struct vmlinux *vm, const char *path)
+{
+	return vmlinux_map(vm, path, true);
 }
 
 void vmlinux_close(struct vmlinux *vm)
@@ -385,6 +502,9 @@ void vmlinux_close(struct vmlinux *vm)
 	vm->map = NULL;
 	free(vm->orc_order);
 	vm->orc_order = NULL;
+	free(vm->syms);
+	vm->syms = NULL;
+	vm->nsyms = 0;
 	vm->norc = 0;
 }
 
@@ -544,7 +664,8 @@ static void load_alternatives(struct kfunc *f, const struct vmlinux *vm)
 /* ftrace call sites: tracefs when readable, else vmlinux's __mcount_loc. */
 static void load_ftrace(struct kfunc *f, const struct vmlinux *vm)
 {
-	FILE *fp = fopen("/sys/kernel/tracing/available_filter_functions_addrs", "r");
+	FILE *fp = vm->offline ? NULL :
+		   fopen("/sys/kernel/tracing/available_filter_functions_addrs", "r");
 	char line[512];
 	struct table t;
 
@@ -570,12 +691,57 @@ static void load_ftrace(struct kfunc *f, const struct vmlinux *vm)
 	}
 }
 
-static void load_blacklist(struct kfunc *f)
+/* A blacklist entry for the symbol at @a: up to the next symbol, as kallsyms sizes it. */
+static void blacklist_sym(struct kfunc *f, unsigned long long a)
 {
-	FILE *fp = fopen(KPROBES_BLACKLIST, "r");
+	const struct kpx_ksym *s = kpx_ksym_at(a), *next = s ? kpx_ksym_next(s) : NULL;
+
+	if (next && a < f->addr + f->size + KFUNC_SLACK && next->addr > f->addr)
+		span_add(&f->blacklist, a, next->addr, s->name);
+}
+
+/*
+ * populate_kprobe_blacklist() from vmlinux: the functions of the
+ * _kprobe_blacklist table (NOKPROBE_SYMBOL()), and the areas that
+ * kprobe_add_area_blacklist() adds: .kprobes.text, .noinstr.text and
+ * (arch_populate_kprobe_blacklist()) the entry text.
+ */
+static void load_blacklist_offline(struct kfunc *f, const struct vmlinux *vm)
+{
+	static const char *const areas[][2] = {
+		{ "__kprobes_text_start", "__kprobes_text_end" },
+		{ "__noinstr_text_start", "__noinstr_text_end" },
+		{ "__entry_text_start", "__entry_text_end" },
+	};
+	struct table t;
+
+	if (table_get(vm, "__start_kprobe_blacklist", "__stop_kprobe_blacklist", 8, &t)) {
+		for (size_t i = 0; i < t.n; i++) {
+			uint64_t a;
+
+			memcpy(&a, t.p + i * 8, sizeof(a));
+			blacklist_sym(f, a);
+		}
+	}
+	for (size_t i = 0; i < sizeof(areas) / sizeof(areas[0]); i++) {
+		unsigned long long a = elf_sym(vm, areas[i][0]), b = elf_sym(vm, areas[i][1]);
+
+		if (a && b > a && a < f->addr + f->size + KFUNC_SLACK && b > f->addr)
+			span_add(&f->blacklist, a, b, areas[i][0]);
+	}
+}
+
+static void load_blacklist(struct kfunc *f, const struct vmlinux *vm)
+{
+	FILE *fp;
 	unsigned long long a, b;
 	char line[512], name[256];
 
+	if (vm->offline) {
+		load_blacklist_offline(f, vm);
+		return;
+	}
+	fp = fopen(KPROBES_BLACKLIST, "r");
 	if (!fp)
 		return;
 	while (fgets(line, sizeof(line), fp))
@@ -642,24 +808,33 @@ static void recover_text(struct kfunc *f)
 	}
 }
 
+/*
+ * FUNC's bytes and KFUNC_SLACK more for the decoder; the slack past the end
+ * of FUNC's section (the last function of a section) reads as zeroes.
+ */
 static int load_text(struct kfunc *f, const struct vmlinux *vm,
 		     int (*read_live)(unsigned long long addr, void *buf, size_t len))
 {
-	size_t len = f->size + KFUNC_SLACK;
-	const unsigned char *img = image_at(vm, f->addr - vm->delta, len);
-	const Elf64_Shdr *sh = section_at(vm, f->addr - vm->delta, len);
+	size_t len = f->size + KFUNC_SLACK, have;
+	unsigned long long va = f->addr - vm->delta;
+	const Elf64_Shdr *sh = section_at(vm, va, f->size ? f->size : 1);
+	const unsigned char *img;
 
-	if (!img)
+	if (!sh)
 		return -ERANGE;
-	f->init_text = sh && !strcmp(section_name(vm, sh), ".init.text");
-	f->image = malloc(len);
-	f->text = malloc(len);
+	img = vm->map + sh->sh_offset + (va - sh->sh_addr);
+	have = sh->sh_addr + sh->sh_size - va;
+	if (have > len)
+		have = len;
+	f->init_text = !strcmp(section_name(vm, sh), ".init.text");
+	f->image = calloc(1, len);
+	f->text = calloc(1, len);
 	if (!f->image || !f->text)
 		return -ENOMEM;
-	memcpy(f->image, img, len);
+	memcpy(f->image, img, have);
 	f->live = read_live && !read_live(f->addr, f->text, len);
 	if (!f->live)
-		memcpy(f->text, img, len);
+		memcpy(f->text, f->image, len);
 	return 0;
 }
 
@@ -685,7 +860,8 @@ int kfunc_load(struct kfunc *f, struct vmlinux *vm, const char *name,
 		return err;
 
 	load_ftrace(f, vm);
-	load_kprobes(f);
+	if (!vm->offline)
+		load_kprobes(f);
 	recover_text(f);
 	load_addr_table(f, vm, "__start___ex_table", "__stop___ex_table", 12, &f->extable);
 	load_addr_table(f, vm, "__start___bug_table", "__stop___bug_table", 12, &f->bugs);
@@ -693,7 +869,7 @@ int kfunc_load(struct kfunc *f, struct vmlinux *vm, const char *name,
 	load_jump_labels(f, vm);
 	load_static_calls(f, vm);
 	load_alternatives(f, vm);
-	load_blacklist(f);
+	load_blacklist(f, vm);
 	if (vm->norc) {
 		f->orc = calloc(f->size + 1, sizeof(*f->orc));
 		for (unsigned long long off = 0; f->orc && off <= f->size; off++)
@@ -702,9 +878,11 @@ int kfunc_load(struct kfunc *f, struct vmlinux *vm, const char *name,
 	f->entry_text_start = ksym_addr("__entry_text_start");
 	f->entry_text_end = ksym_addr("__entry_text_end");
 	/* alternative_instructions(): patched to UP when only one CPU was present. */
-	possible = cpu_count("/sys/devices/system/cpu/possible");
-	online = cpu_count("/sys/devices/system/cpu/online");
-	f->smp_alt_reserved = possible > 1 && online == 1;
+	if (!vm->offline) {
+		possible = cpu_count("/sys/devices/system/cpu/possible");
+		online = cpu_count("/sys/devices/system/cpu/online");
+		f->smp_alt_reserved = possible > 1 && online == 1;
+	}
 	return 0;
 }
 

@@ -36,6 +36,11 @@ struct kp_orc {
 	unsigned char sp_reg, bp_reg, type, signal;
 };
 
+struct vm_sym {
+	const char *name;
+	unsigned long long value;
+};
+
 struct vmlinux {
 	char path[4096];
 	const unsigned char *map;
@@ -50,6 +55,17 @@ struct vmlinux {
 					 * the entries in sorttable's order
 					 */
 	unsigned long long stext, etext;	/* the lookup range of orc_find() */
+	/*
+	 * Offline (vmlinux_open_offline()): no running kernel is asked. The
+	 * symbols are vmlinux's own (given to libkpx as kallsyms), at their
+	 * link addresses; ftrace sites come from __mcount_loc, the blacklist
+	 * from _kprobe_blacklist and the blacklisted sections; no kprobes
+	 * are registered; the SMP alternatives are in place.
+	 */
+	bool offline;
+	/* vmlinux's symbols by name (elf_sym()), built on the first lookup */
+	struct vm_sym *syms;
+	size_t nsyms;
 };
 
 struct kfunc {
@@ -83,6 +99,12 @@ struct kfunc {
 #define KFUNC_SLACK 32
 
 int vmlinux_open(struct vmlinux *vm, const char *path);
+/*
+ * vmlinux_open() for a kernel that need not be running here (see
+ * ->offline). Must come before any kallsyms lookup: libkpx then reads
+ * vmlinux's symbols instead of /proc/kallsyms.
+ */
+int vmlinux_open_offline(struct vmlinux *vm, const char *path);
 void vmlinux_close(struct vmlinux *vm);
 int kfunc_load(struct kfunc *f, struct vmlinux *vm, const char *name,
 	       int (*read_live)(unsigned long long addr, void *buf, size_t len));

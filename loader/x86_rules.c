@@ -314,7 +314,8 @@ static const struct mn one_byte[] = {
 	{ 0xc1, "shift" }, { 0xc2, "ret" },
 	{ 0xc3, "ret" }, { 0xc6, "mov" }, { 0xc7, "mov" }, { 0xc8, "enter" },
 	{ 0xc9, "leave" },
-	{ 0xcc, "int3" }, { 0xd1, "shift" }, { 0xd3, "shift" }, { 0xe8, "call" },
+	{ 0xcc, "int3" }, { 0xd1, "shift" }, { 0xd3, "shift" }, { 0xe0, "loop" },
+	{ 0xe1, "loop" }, { 0xe2, "loop" }, { 0xe3, "jrcxz" }, { 0xe8, "call" },
 	{ 0xe9, "jmp" }, { 0xeb, "jmp" }, { 0xf4, "hlt" }, { 0xf6, "grp3" },
 	{ 0xf7, "grp3" }, { 0xfa, "cli" }, { 0xfb, "sti" }, { 0xfe, "inc/dec" },
 	{ 0xff, "grp5" },
@@ -375,6 +376,8 @@ int kp_decode(const unsigned char *buf, size_t avail, struct kp_insn *ki)
 	ki->boost_refusal = boost_refusal(&insn);
 	ki->callopt_refusal = callopt_refusal(&insn);
 	ki->rip_relative = insn_rip_relative(&insn);
+	if (ki->rip_relative)
+		ki->rip_disp = insn.displacement.value;
 	ki->indirect_jump = (insn.opcode.bytes[0] == 0xff &&
 			     (X86_MODRM_REG(insn.modrm.value) & 6) == 4) ||
 			    insn.opcode.bytes[0] == 0xea;

@@ -27,6 +27,7 @@ struct kp_insn {
 	bool rel_jump;			/* a jump insn_jump_into_range() checks */
 	long long rel_target;		/* its target, relative to the insn's end */
 	bool rip_relative;
+	long long rip_disp;		/* its displacement, from the insn's end */
 	bool indirect_jump;		/* insn_is_indirect_jump() */
 };
 

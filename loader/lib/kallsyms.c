@@ -62,11 +62,11 @@ static long add_name(size_t *len, size_t *cap, const char *s)
 	return off;
 }
 
-static int load(void)
+/* Reads @f (closed here), in /proc/kallsyms' format. */
+static int load(FILE *f)
 {
 	size_t cap = 0, nlen = 0, ncap = 0;
 	char line[512], name[256];
-	FILE *f = fopen("/proc/kallsyms", "r");
 
 	if (!f)
 		return -errno;
@@ -115,9 +115,20 @@ nomem:
 int kpx_kallsyms_load(void)
 {
 	if (!ks.loaded) {
-		ks.err = load();
+		ks.err = load(fopen("/proc/kallsyms", "r"));
 		ks.loaded = true;
 	}
+	return ks.err;
+}
+
+int kpx_kallsyms_load_stream(FILE *f)
+{
+	if (ks.loaded) {
+		fclose(f);
+		return -EBUSY;
+	}
+	ks.err = load(f);
+	ks.loaded = true;
 	return ks.err;
 }
 
@@ -158,4 +169,22 @@ const struct kpx_ksym *kpx_ksym_next(const struct kpx_ksym *sym)
 			hi = mid;
 	}
 	return lo < ks.n ? &ks.by_addr[lo] : NULL;
+}
+
+const struct kpx_ksym *kpx_ksym_at(unsigned long long addr)
+{
+	size_t lo = 0, hi;
+
+	if (kpx_kallsyms_load())
+		return NULL;
+	hi = ks.n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ks.by_addr[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ks.n && ks.by_addr[lo].addr == addr ? &ks.by_addr[lo] : NULL;
 }

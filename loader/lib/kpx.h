@@ -121,8 +121,16 @@ struct kpx_ksym {
  * -errno. Without root every address reads 0.
  */
 int kpx_kallsyms_load(void);
+/*
+ * Takes the symbols from @f (in /proc/kallsyms' format; closed here)
+ * instead of the running kernel's: for a kernel image read offline. Only
+ * before the first lookup: -EBUSY after it.
+ */
+int kpx_kallsyms_load_stream(FILE *f);
 /* The first symbol of @name (NULL: none); *@count gets how many have it. */
 const struct kpx_ksym *kpx_ksym_find(const char *name, int *count);
+/* The first symbol at @addr (NULL: none). */
+const struct kpx_ksym *kpx_ksym_at(unsigned long long addr);
 /* The symbol at the next higher address (NULL: none). */
 const struct kpx_ksym *kpx_ksym_next(const struct kpx_ksym *sym);
 

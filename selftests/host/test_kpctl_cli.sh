@@ -83,12 +83,12 @@ bad "links: unexpected argument 'extra'" links extra
 bad "bad value '0' for -n" links -n 0
 bad "stress: unexpected argument 'extra'" stress extra
 bad "regs: want exactly one SPEC" regs
-bad "explain: want exactly one FUNC" explain
+bad "explain: want a FUNC" explain
 bad "version: unexpected argument 'x'" version x
 
 # A unique prefix is the command: 'att' is attach, 'e' explain, 'st' stress.
 bad "attach: no probe given" att
-bad "explain: want exactly one FUNC" e
+bad "explain: want a FUNC" e
 bad "stress: unexpected argument 'extra'" st extra
 bad "unknown command 'attachx'" attachx
 
