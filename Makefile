@@ -64,9 +64,10 @@ kernel-export:
 	@scripts/build/kernel-export
 
 # The unpatched kernel, same source and config (build/bzImage-stock; for
-# the host tests test_stock_*: make check-stock).
+# the host tests test_stock_*: make check-stock). Its sites are picked with
+# our kpctl (loader), so that needs our kernel built first.
 .PHONY: kernel-stock
-kernel-stock: deps
+kernel-stock: deps loader
 	@scripts/build/kernel-stock
 
 # --- libbpf, bpftool, vmlinux.h from the patched tree -------------------------
@@ -92,22 +93,27 @@ $(VMLINUX_H): $(BUILD)/vmlinux | bpftool
 
 $(BUILD)/vmlinux: kernel
 
-$(BUILD)/sites.env: $(BUILD)/vmlinux scripts/sites/gen-sites scripts/sites/mid-offset scripts/sites/insn-offsets
+# Sites are picked by kpctl explain --offline (scripts/sites/explain.py).
+SITES_DEPS := scripts/sites/explain.py $(BUILD)/kpctl
+
+$(BUILD)/kpctl: loader
+
+$(BUILD)/sites.env: $(BUILD)/vmlinux scripts/sites/gen-sites $(SITES_DEPS)
 	@scripts/sites/gen-sites $< > $@.tmp
 	@scripts/build/update-file $@.tmp $@ && rm -f $@.tmp
 
 # Sites of the classes callopt must refuse (selftests/vm/test_callopt_refused).
-$(BUILD)/callopt-sites.env: $(BUILD)/vmlinux scripts/sites/callopt-sites scripts/sites/x86sites.py
+$(BUILD)/callopt-sites.env: $(BUILD)/vmlinux scripts/sites/callopt-sites $(SITES_DEPS)
 	@scripts/sites/callopt-sites $< > $@.tmp
 	@scripts/build/update-file $@.tmp $@ && rm -f $@.tmp
 
-$(BUILD)/callopt-sites-debug.env: $(BUILD)/vmlinux-debug scripts/sites/callopt-sites scripts/sites/x86sites.py
+$(BUILD)/callopt-sites-debug.env: $(BUILD)/vmlinux-debug scripts/sites/callopt-sites $(SITES_DEPS)
 	@scripts/sites/callopt-sites $< > $@.tmp
 	@scripts/build/update-file $@.tmp $@ && rm -f $@.tmp
 
 $(BUILD)/vmlinux-debug: kernel-debug
 
-$(BUILD)/sites-debug.env: $(BUILD)/vmlinux-debug scripts/sites/gen-sites scripts/sites/mid-offset scripts/sites/insn-offsets
+$(BUILD)/sites-debug.env: $(BUILD)/vmlinux-debug scripts/sites/gen-sites $(SITES_DEPS)
 	@scripts/sites/gen-sites $< > $@.tmp
 	@scripts/build/update-file $@.tmp $@ && rm -f $@.tmp
 
@@ -142,7 +148,7 @@ define build_modules # $(1): kernel object tree, $(2): module folder
 	@find $(2) -name '*.ko' ! -newer $(1)/vmlinux -delete
 	@$(MAKE) -C $(KSRC) O=$(1) M=$(2) CC="ccache gcc" modules \
 		> $(2).log 2>&1 || { cat $(2).log; exit 1; }
-	@scripts/sites/gen-module-sites $(2)/kpx_targets.ko > $(2)/sites.env.tmp
+	@scripts/sites/gen-module-sites $(2) > $(2)/sites.env.tmp
 	@scripts/build/update-file $(2)/sites.env.tmp $(2)/sites.env
 endef
 

@@ -35,10 +35,11 @@ PASS_SECS=120			# give up waiting for WANT after this long
 trap 'echo > "$KPX_OUT/nmi-done"' EXIT
 [ -w $CALLOPT ] || fail "no $CALLOPT: not a kernel with callopt"
 [ -r "$MODDIR/kpx_nmi.ko" ] || fail "no $MODDIR/kpx_nmi.ko (make modules)"
-off=$("$KPX_ROOT/scripts/sites/insn-offsets" --vmlinux "$MODDIR/kpx_nmi.ko" kpx_nmi_target |
-	awk '$3 == "movabs" { print $1; exit }')
-[ -n "$off" ] || fail "cannot find the movabs in kpx_nmi_target ($MODDIR/kpx_nmi.ko)"
-SPEC="kpx_nmi:kpx_nmi_target+$off"
+# The movabs's offset: NMI_SINGLE of scripts/sites/gen-module-sites.
+NMI_SINGLE=
+. "$MODDIR/sites.env"
+[ -n "$NMI_SINGLE" ] || fail "no NMI_SINGLE in $MODDIR/sites.env (make modules)"
+SPEC="kpx_nmi:kpx_nmi_target+$NMI_SINGLE"
 insmod "$MODDIR/kpx_nmi.ko" || fail "insmod kpx_nmi"
 echo > "$KPX_OUT/nmi-ready"
 

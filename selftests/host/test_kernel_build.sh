@@ -13,8 +13,10 @@ done
 grep -qx "CONFIG_KPROBES_SANITY_TEST=[ym]" "$cfg" || fail "CONFIG_KPROBES_SANITY_TEST missing"
 # IBT: functions start with ENDBR; return thunks: no bare ret.
 . "$BUILD/sites.env"
-insns=$("$KPX_ROOT/scripts/sites/insn-offsets" "$GETPGID_FUNC")
-assert_match "$(head -n1 <<< "$insns")" '^0x0 4 endbr64$' "first instruction of $GETPGID_FUNC"
+insns=$("$BUILD/kpctl" -j explain --offline --vmlinux "$BUILD/vmlinux" "$GETPGID_FUNC" |
+	jq -r '.sites[] | select(.boundary) | "\(.offset) \(.len) \(.insn)"') ||
+	fail "kpctl explain --offline $GETPGID_FUNC failed"
+assert_eq "$(head -n1 <<< "$insns")" "0 4 endbr64" "first instruction of $GETPGID_FUNC"
 grep -qw ret <<< "$insns" && fail "$GETPGID_FUNC has a bare ret (want the return thunk)"
 objdump -d --disassemble="$GETPGID_FUNC" "$BUILD/vmlinux" | grep -q 'jmp.*<__x86_return_thunk>' ||
 	fail "$GETPGID_FUNC does not return through __x86_return_thunk"
