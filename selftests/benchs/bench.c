@@ -124,22 +124,21 @@ static void restore_knobs(void)
 }
 
 /* The knobs' values as found (null: absent in this kernel). */
-static void print_knobs_json(void)
+static void print_knobs_json(struct kpx_json *w)
 {
 	const char *paths[3] = { KNOB_OPT, KNOB_CALLOPT, KNOB_FASTDET };
 	const char *names[3] = { "optimization", "callopt", "fast_detach" };
 
-	printf("\"knobs_found\":{");
+	jw_object_field(w, "knobs_found");
 	for (int i = 0; i < 3; i++) {
 		int v = kpx_sysctl_read(paths[i]);
 
-		printf("%s\"%s\":", i ? "," : "", names[i]);
 		if (v < 0)
-			printf("null");
+			jw_null_field(w, names[i]);
 		else
-			printf("%d", v);
+			jw_int_field(w, names[i], v);
 	}
-	printf("}");
+	jw_end_object(w);
 }
 
 /* ---- the kprobes list ------------------------------------------------------- */
@@ -539,18 +538,27 @@ static struct rep time_rep(long calls, struct bench_bpf *s)
 	return r;
 }
 
-static void print_reps(const char *key, struct rep *r, int n, bool hits)
+static void print_reps(struct kpx_json *w, const char *key, struct rep *r, int n, bool hits)
 {
-	printf("\"%s\":[", key);
+	jw_array_field(w, key);
 	for (int i = 0; i < n; i++)
-		printf("%s%.3f", i ? "," : "", r[i].ns_per_call);
-	printf("]");
+		jw_float(w, 3, r[i].ns_per_call);
+	jw_end_array(w);
 	if (hits) {
-		printf(",\"hits_per_call\":[");
+		jw_array_field(w, "hits_per_call");
 		for (int i = 0; i < n; i++)
-			printf("%s%.4f", i ? "," : "", r[i].hits_per_call);
-		printf("]");
+			jw_float(w, 4, r[i].hits_per_call);
+		jw_end_array(w);
 	}
+}
+
+/* @name: [@v[0], ... @v[@n - 1]], milliseconds to the microsecond. */
+static void print_ms_array(struct kpx_json *w, const char *name, const double *v, long n)
+{
+	jw_array_field(w, name);
+	for (long i = 0; i < n; i++)
+		jw_float(w, 3, v[i]);
+	jw_end_array(w);
 }
 
 static const struct option common_longopts[] = {
@@ -644,13 +652,21 @@ static int select_cfgs(char *only, const struct cfg **out, const char *defaults)
 	return n;
 }
 
-static void print_cfg_head(const struct cfg *c)
+/* Opens the configuration's object: what it is, before what it measured. */
+static void print_cfg_head(struct kpx_json *w, const struct cfg *c)
 {
-	printf("{\"id\":\"%s\",\"label\":\"%s\",\"site\":\"%s\",\"want\":\"%s\","
-	       "\"spec\":\"%s+0x%lx%s\",\"knobs\":{\"optimization\":%d,\"callopt\":%d}",
-	       c->id, c->label, site_names[c->site], c->want, site_func(c->site),
-	       c->site == S_NONE ? 0 : site_off[c->site],
-	       c->kind == K_KRETPROBE ? "%return" : "", c->knobs.opt, c->knobs.callopt);
+	jw_start_object(w);
+	jw_string_field(w, "id", c->id);
+	jw_string_field(w, "label", c->label);
+	jw_string_field(w, "site", site_names[c->site]);
+	jw_string_field(w, "want", c->want);
+	jw_name(w, "spec");
+	jw_stringf(w, "%s+0x%lx%s", site_func(c->site), c->site == S_NONE ? 0 : site_off[c->site],
+		   c->kind == K_KRETPROBE ? "%return" : "");
+	jw_object_field(w, "knobs");
+	jw_int_field(w, "optimization", c->knobs.opt);
+	jw_int_field(w, "callopt", c->knobs.callopt);
+	jw_end_object(w);
 }
 
 static int cmd_hit(struct opts *o)
@@ -661,6 +677,7 @@ static int cmd_hit(struct opts *o)
 			    "kretprobe-entry,fentry-entry");
 	int nb = 0, maxb = 2 * o->reps + n + 1;
 	struct rep base[maxb], r[o->reps > 0 ? o->reps : 1];
+	struct kpx_json w;
 
 	pin_self(0);
 	restore_knobs();
@@ -670,10 +687,15 @@ static int cmd_hit(struct opts *o)
 	for (int i = 0; i < o->reps; i++)
 		base[nb++] = time_rep(o->calls, NULL);
 
-	printf("{\"command\":\"hit\",\"calls\":%ld,\"reps\":%ld,\"warmup\":%ld,\"func\":\"%s\",",
-	       o->calls, o->reps, o->warmup, func);
-	print_knobs_json();
-	printf(",\"configs\":[");
+	jw_init(&w, stdout);
+	jw_start_object(&w);
+	jw_string_field(&w, "command", "hit");
+	jw_int_field(&w, "calls", o->calls);
+	jw_int_field(&w, "reps", o->reps);
+	jw_int_field(&w, "warmup", o->warmup);
+	jw_string_field(&w, "func", func);
+	print_knobs_json(&w);
+	jw_array_field(&w, "configs");
 	for (int i = 0; i < n; i++) {
 		const struct cfg *c = sel[i];
 		struct bench_bpf *s = c->kind == K_FENTRY ? fskel : skel;
@@ -682,11 +704,11 @@ static int cmd_hit(struct opts *o)
 		struct link l;
 		int err = setup_cfg(c, &l, o->timeout_ms, &wait_ms, mech);
 
-		print_cfg_head(c);
+		print_cfg_head(&w, c);
 		if (err) {
-			printf(",\"error\":\"%s\"}", c->kind == K_FENTRY && fentry_error[0] ?
-			       fentry_error : strerror(-err));
-			printf("%s", i + 1 < n ? "," : "");
+			jw_string_field(&w, "error", c->kind == K_FENTRY && fentry_error[0] ?
+					fentry_error : strerror(-err));
+			jw_end_object(&w);
 			restore_knobs();
 			continue;
 		}
@@ -700,17 +722,19 @@ static int cmd_hit(struct opts *o)
 		time_rep(o->calls / 4, NULL);
 		base[nb++] = time_rep(o->calls, NULL);
 
-		printf(",\"mechanism\":\"%s\",\"mechanism_after\":\"%s\",\"wait_ms\":%.3f,"
-		       "\"freed_after_detach_ms\":%.3f,", mech, mech_after, wait_ms, freed_ms);
-		print_reps("ns_per_call", r, o->reps, true);
-		printf("}%s", i + 1 < n ? "," : "");
+		jw_string_field(&w, "mechanism", mech);
+		jw_string_field(&w, "mechanism_after", mech_after);
+		jw_float_field(&w, "wait_ms", 3, wait_ms);
+		jw_float_field(&w, "freed_after_detach_ms", 3, freed_ms);
+		print_reps(&w, "ns_per_call", r, o->reps, true);
+		jw_end_object(&w);
 		fflush(stdout);
 	}
 	for (int i = 0; i < o->reps; i++)
 		base[nb++] = time_rep(o->calls, NULL);
-	printf("],");
-	print_reps("baseline_ns_per_call", base, nb, false);
-	printf("}\n");
+	jw_end_array(&w);
+	print_reps(&w, "baseline_ns_per_call", base, nb, false);
+	jw_end_object(&w);
 	return 0;
 }
 
@@ -772,16 +796,22 @@ static int cmd_scale(struct opts *o)
 			    "ftrace-entry,fentry-entry");
 	char buf[64], *tok[8];
 	int nt, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	struct kpx_json w;
 
 	snprintf(buf, sizeof(buf), "%s", o->threads ? o->threads : "1,2,4");
 	nt = split_list(buf, tok, 8);
 	restore_knobs();
 	for (int i = 0; i < 2; i++)
 		scale_rep(1, o->calls);
-	printf("{\"command\":\"scale\",\"calls_per_thread\":%ld,\"reps\":%ld,\"cpus\":%d,"
-	       "\"func\":\"%s\",", o->calls, o->reps, ncpu, func);
-	print_knobs_json();
-	printf(",\"configs\":[");
+	jw_init(&w, stdout);
+	jw_start_object(&w);
+	jw_string_field(&w, "command", "scale");
+	jw_int_field(&w, "calls_per_thread", o->calls);
+	jw_int_field(&w, "reps", o->reps);
+	jw_int_field(&w, "cpus", ncpu);
+	jw_string_field(&w, "func", func);
+	print_knobs_json(&w);
+	jw_array_field(&w, "configs");
 	for (int i = 0; i < n; i++) {
 		const struct cfg *c = sel[i];
 		struct bench_bpf *s = c->kind == K_FENTRY ? fskel : skel;
@@ -790,37 +820,49 @@ static int cmd_scale(struct opts *o)
 		struct link l;
 		int err = setup_cfg(c, &l, o->timeout_ms, &wait_ms, mech);
 
-		print_cfg_head(c);
+		print_cfg_head(&w, c);
 		if (err) {
-			printf(",\"error\":\"%s\"}%s", strerror(-err), i + 1 < n ? "," : "");
+			jw_string_field(&w, "error", strerror(-err));
+			jw_end_object(&w);
 			restore_knobs();
 			continue;
 		}
-		printf(",\"mechanism\":\"%s\",\"runs\":[", mech);
+		jw_string_field(&w, "mechanism", mech);
+		jw_array_field(&w, "runs");
 		for (int j = 0; j < nt; j++) {
 			int threads = atoi(tok[j]);
 			unsigned long long h0, h1;
+			double hpc;
 
+			jw_start_object(&w);
+			jw_int_field(&w, "threads", threads);
 			if (threads < 1 || threads > ncpu) {
-				printf("%s{\"threads\":%d,\"error\":\"only %d CPUs\"}", j ? "," : "",
-				       threads, ncpu);
+				jw_name(&w, "error");
+				jw_stringf(&w, "only %d CPUs", ncpu);
+				jw_end_object(&w);
 				continue;
 			}
 			scale_rep(threads, o->calls / 4);	/* warm-up */
-			printf("%s{\"threads\":%d,\"elapsed_ns\":[", j ? "," : "", threads);
+			jw_array_field(&w, "elapsed_ns");
 			h0 = hits_of(s);
 			for (int k = 0; k < o->reps; k++)
-				printf("%s%lld", k ? "," : "", scale_rep(threads, o->calls));
+				jw_int(&w, scale_rep(threads, o->calls));
 			h1 = hits_of(s);
+			jw_end_array(&w);
 			/* Each thread also makes SCALE_PRE untimed calls. */
-			printf("],\"hits_per_call\":%.4f}", c->kind == K_NONE ? 0.0 :
-			       (double)(h1 - h0) / (o->reps * threads * (o->calls + SCALE_PRE)));
+			hpc = c->kind == K_NONE ? 0.0 :
+			      (double)(h1 - h0) / (o->reps * threads * (o->calls + SCALE_PRE));
+			jw_float_field(&w, "hits_per_call", 4, hpc);
+			jw_end_object(&w);
 		}
-		printf("],\"mechanism_after\":\"%s\"}%s", mech_of(c->kind, &l), i + 1 < n ? "," : "");
+		jw_end_array(&w);
+		jw_string_field(&w, "mechanism_after", mech_of(c->kind, &l));
+		jw_end_object(&w);
 		teardown_cfg(c, &l);
 		fflush(stdout);
 	}
-	printf("]}\n");
+	jw_end_array(&w);
+	jw_end_object(&w);
 	return 0;
 }
 
@@ -830,13 +872,20 @@ static int cmd_optwait(struct opts *o)
 {
 	const struct cfg *sel[NCFGS];
 	int n = select_cfgs(o->only, sel, "jmp-single,callopt-single,jmp-multi,callopt-multi");
+	struct kpx_json w;
 
 	restore_knobs();
-	printf("{\"command\":\"optwait\",\"reps\":%ld,\"load_threads\":%d,\"cpus\":%ld,"
-	       "\"poll_ms\":1,\"timeout_ms\":%.0f,\"func\":\"%s\",", o->reps, o->load,
-	       sysconf(_SC_NPROCESSORS_ONLN), o->timeout_ms, func);
-	print_knobs_json();
-	printf(",\"configs\":[");
+	jw_init(&w, stdout);
+	jw_start_object(&w);
+	jw_string_field(&w, "command", "optwait");
+	jw_int_field(&w, "reps", o->reps);
+	jw_int_field(&w, "load_threads", o->load);
+	jw_int_field(&w, "cpus", sysconf(_SC_NPROCESSORS_ONLN));
+	jw_int_field(&w, "poll_ms", 1);
+	jw_float_field(&w, "timeout_ms", 0, o->timeout_ms);
+	jw_string_field(&w, "func", func);
+	print_knobs_json(&w);
+	jw_array_field(&w, "configs");
 	if (o->load)
 		start_load(o->load);
 	for (int i = 0; i < n; i++) {
@@ -844,7 +893,7 @@ static int cmd_optwait(struct opts *o)
 		double opt_ms[o->reps], attach_ms[o->reps], freed_ms[o->reps];
 		char mech[12] = "";
 
-		print_cfg_head(c);
+		print_cfg_head(&w, c);
 		for (int k = 0; k < o->reps; k++) {
 			struct link l;
 			long long t0;
@@ -861,19 +910,16 @@ static int cmd_optwait(struct opts *o)
 			freed_ms[k] = teardown_cfg(c, &l);
 			sleep_ms(20);
 		}
-		printf(",\"mechanism\":\"%s\",\"attach_ms\":[", mech);
-		for (int k = 0; k < o->reps; k++)
-			printf("%s%.3f", k ? "," : "", attach_ms[k]);
-		printf("],\"optimized_ms\":[");
-		for (int k = 0; k < o->reps; k++)
-			printf("%s%.3f", k ? "," : "", opt_ms[k]);
-		printf("],\"freed_after_detach_ms\":[");
-		for (int k = 0; k < o->reps; k++)
-			printf("%s%.3f", k ? "," : "", freed_ms[k]);
-		printf("]}%s", i + 1 < n ? "," : "");
+		jw_string_field(&w, "mechanism", mech);
+		print_ms_array(&w, "attach_ms", attach_ms, o->reps);
+		print_ms_array(&w, "optimized_ms", opt_ms, o->reps);
+		print_ms_array(&w, "freed_after_detach_ms", freed_ms, o->reps);
+		jw_end_object(&w);
 		fflush(stdout);
 	}
-	printf("],\"load_calls\":%llu}\n", o->load ? stop_load() : 0ULL);
+	jw_end_array(&w);
+	jw_uint_field(&w, "load_calls", o->load ? stop_load() : 0ULL);
+	jw_end_object(&w);
 	return 0;
 }
 
@@ -893,16 +939,22 @@ static const struct cfg detach_cfgs[] = {
 static int cmd_detach(struct opts *o)
 {
 	char buf[256], *ids[8];
+	struct kpx_json w;
 	int n;
 
 	snprintf(buf, sizeof(buf), "%s", o->only ? o->only :
 		 "stock-single,ours-single,stock-entry,ours-entry");
 	n = split_list(buf, ids, 8);
 	restore_knobs();
-	printf("{\"command\":\"detach\",\"cycles\":%ld,\"load_threads\":%d,\"cpus\":%ld,"
-	       "\"func\":\"%s\",", o->cycles, o->load, sysconf(_SC_NPROCESSORS_ONLN), func);
-	print_knobs_json();
-	printf(",\"configs\":[");
+	jw_init(&w, stdout);
+	jw_start_object(&w);
+	jw_string_field(&w, "command", "detach");
+	jw_int_field(&w, "cycles", o->cycles);
+	jw_int_field(&w, "load_threads", o->load);
+	jw_int_field(&w, "cpus", sysconf(_SC_NPROCESSORS_ONLN));
+	jw_string_field(&w, "func", func);
+	print_knobs_json(&w);
+	jw_array_field(&w, "configs");
 	if (o->load)
 		start_load(o->load);
 	for (int i = 0; i < n; i++) {
@@ -941,23 +993,29 @@ static int cmd_detach(struct opts *o)
 			gone[k] = wait_gone(addr, c->site != S_ENTRY, 60000);
 		}
 		restore_knobs();
-		printf("%s{\"id\":\"%s\",\"label\":\"%s\",\"site\":\"%s\",\"spec\":\"%s+0x%lx\","
-		       "\"knobs\":{\"optimization\":%d,\"callopt\":%d,\"fast_detach\":%d},"
-		       "\"mechanism\":\"%s\",\"not_optimized_at_detach\":%ld,\"detach_ms\":[",
-		       i ? "," : "", c->id, c->label, site_names[c->site], site_func(c->site),
-		       site_off[c->site], c->knobs.opt, c->knobs.callopt, c->knobs.fastdet,
-		       mech, not_opt);
-		for (long k = 0; k < o->cycles; k++)
-			printf("%s%.3f", k ? "," : "", det[k]);
-		printf("],\"freed_after_ms\":[");
-		for (long k = 0; k < o->cycles; k++)
-			printf("%s%.3f", k ? "," : "", gone[k]);
-		printf("]}");
+		jw_start_object(&w);
+		jw_string_field(&w, "id", c->id);
+		jw_string_field(&w, "label", c->label);
+		jw_string_field(&w, "site", site_names[c->site]);
+		jw_name(&w, "spec");
+		jw_stringf(&w, "%s+0x%lx", site_func(c->site), site_off[c->site]);
+		jw_object_field(&w, "knobs");
+		jw_int_field(&w, "optimization", c->knobs.opt);
+		jw_int_field(&w, "callopt", c->knobs.callopt);
+		jw_int_field(&w, "fast_detach", c->knobs.fastdet);
+		jw_end_object(&w);
+		jw_string_field(&w, "mechanism", mech);
+		jw_int_field(&w, "not_optimized_at_detach", not_opt);
+		print_ms_array(&w, "detach_ms", det, o->cycles);
+		print_ms_array(&w, "freed_after_ms", gone, o->cycles);
+		jw_end_object(&w);
 		fflush(stdout);
 		free(det);
 		free(gone);
 	}
-	printf("],\"load_calls\":%llu}\n", o->load ? stop_load() : 0ULL);
+	jw_end_array(&w);
+	jw_uint_field(&w, "load_calls", o->load ? stop_load() : 0ULL);
+	jw_end_object(&w);
 	return 0;
 }
 
@@ -970,6 +1028,58 @@ struct lsite {
 	char mech[12];
 };
 
+/*
+ * Polls @done(@arg) every 10 ms until it holds: the ms since @t0, or -1
+ * when it still does not after @timeout_ms.
+ */
+static double poll_until(bool (*done)(void *arg), void *arg, long long t0, double timeout_ms)
+{
+	for (;;) {
+		if (done(arg))
+			return (now_ns() - t0) / 1e6;
+		if ((now_ns() - t0) / 1e6 > timeout_ms)
+			return -1;
+		sleep_ms(10);
+	}
+}
+
+/*
+ * Whether the optimizer finished: every probe queued for optimization
+ * (flagged [OPTIMIZED] from the moment it is queued) has its jmp or call in
+ * the text. Probes that cannot be optimized stay int3.
+ */
+static bool all_optimized(void *arg)
+{
+	read_kprobes();
+	for (size_t i = 0; i < kpl.n; i++) {
+		const char *m = kpx_debugfs_mech_name(kpl.v[i].flags);
+		int b;
+
+		if (strcmp(m, "jmpopt") && strcmp(m, "callopt"))
+			continue;
+		b = text_byte(kpl.v[i].addr);
+		if (b != 0xe9 && b != 0xe8)
+			return false;
+	}
+	return true;
+}
+
+struct lsites_freed {
+	const struct lsite *s;
+	int n;
+	int next;	/* the sites before it are free */
+};
+
+/* Whether every site is free again (see site_busy()). */
+static bool all_freed(void *arg)
+{
+	struct lsites_freed *f = arg;
+
+	while (f->next < f->n && (!f->s[f->next].l.addr || !site_busy(f->s[f->next].l.addr, true)))
+		f->next++;
+	return f->next == f->n;
+}
+
 static int cmd_links(struct opts *o)
 {
 	struct knobs stock = { 1, 0, 0 }, ours = { 1, 1, 1 };
@@ -977,9 +1087,11 @@ static int cmd_links(struct opts *o)
 	struct lsite *s;
 	char line[256];
 	int ncand = 0, cap = 0, nok = 0, nfail = 0;
-	double attach_ms = 0, attach_wall_ms, opt_ms = -1, detach_ms, freed_ms = -1;
+	double attach_ms = 0, attach_wall_ms, opt_ms, detach_ms, freed_ms;
 	int counts[6] = {};
 	static const char *const mnames[] = { "ftrace", "callopt", "jmpopt", "int3", "none", "other" };
+	struct lsites_freed freed;
+	struct kpx_json w;
 	long long t0, t1;
 	FILE *f;
 
@@ -1035,32 +1147,7 @@ static int cmd_links(struct opts *o)
 	attach_wall_ms = (t1 - t0) / 1e6;
 	if (nok < o->n)
 		note("only %d of %ld links attached (%d candidates refused)", nok, o->n, nfail);
-	/*
-	 * Until every probe queued for optimization (flagged [OPTIMIZED] from
-	 * the moment it is queued) has its jmp or call in the text: the
-	 * optimizer finished. Probes that cannot be optimized stay int3.
-	 */
-	for (;;) {
-		int pending = 0;
-
-		read_kprobes();
-		for (size_t i = 0; i < kpl.n; i++) {
-			const char *m = kpx_debugfs_mech_name(kpl.v[i].flags);
-			int b;
-
-			if (strcmp(m, "jmpopt") && strcmp(m, "callopt"))
-				continue;
-			b = text_byte(kpl.v[i].addr);
-			pending += b != 0xe9 && b != 0xe8;
-		}
-		if (!pending) {
-			opt_ms = (now_ns() - t0) / 1e6;
-			break;
-		}
-		if ((now_ns() - t0) / 1e6 > o->timeout_ms)
-			break;
-		sleep_ms(10);
-	}
+	opt_ms = poll_until(all_optimized, NULL, t0, o->timeout_ms);
 	{
 		read_kprobes();
 		for (int i = 0; i < ncand; i++) {
@@ -1085,30 +1172,35 @@ static int cmd_links(struct opts *o)
 		if (s[i].l.link)
 			detach(&s[i].l);
 	detach_ms = (now_ns() - t0) / 1e6;
-	for (int next = 0;;) {
-		/* Until every site is free again (see site_busy()). */
-		while (next < ncand && (!s[next].l.addr || !site_busy(s[next].l.addr, true)))
-			next++;
-		if (next == ncand) {
-			freed_ms = (now_ns() - t0) / 1e6;
-			break;
-		}
-		if ((now_ns() - t0) / 1e6 > o->timeout_ms)
-			break;
-		sleep_ms(10);
-	}
+	freed = (struct lsites_freed){ .s = s, .n = ncand };
+	freed_ms = poll_until(all_freed, &freed, t0, o->timeout_ms);
 	restore_knobs();
-	printf("{\"command\":\"links\",\"mode\":\"%s\",\"n\":%ld,\"attached\":%d,\"refused\":%d,"
-	       "\"load_threads\":%d,\"cpus\":%ld,\"knobs\":{\"optimization\":1,\"callopt\":%d,"
-	       "\"fast_detach\":%d},", o->mode, o->n, nok, nfail, o->load,
-	       sysconf(_SC_NPROCESSORS_ONLN), is_stock ? 0 : 1, is_stock ? 0 : 1);
-	print_knobs_json();
-	printf(",\"attach_ms\":%.3f,\"attach_wall_ms\":%.3f,\"all_optimized_ms\":%.3f,"
-	       "\"detach_ms\":%.3f,\"all_freed_ms\":%.3f,\"mechanisms\":{",
-	       attach_ms, attach_wall_ms, opt_ms, detach_ms, freed_ms);
+	jw_init(&w, stdout);
+	jw_start_object(&w);
+	jw_string_field(&w, "command", "links");
+	jw_string_field(&w, "mode", o->mode);
+	jw_int_field(&w, "n", o->n);
+	jw_int_field(&w, "attached", nok);
+	jw_int_field(&w, "refused", nfail);
+	jw_int_field(&w, "load_threads", o->load);
+	jw_int_field(&w, "cpus", sysconf(_SC_NPROCESSORS_ONLN));
+	jw_object_field(&w, "knobs");
+	jw_int_field(&w, "optimization", 1);
+	jw_int_field(&w, "callopt", is_stock ? 0 : 1);
+	jw_int_field(&w, "fast_detach", is_stock ? 0 : 1);
+	jw_end_object(&w);
+	print_knobs_json(&w);
+	jw_float_field(&w, "attach_ms", 3, attach_ms);
+	jw_float_field(&w, "attach_wall_ms", 3, attach_wall_ms);
+	jw_float_field(&w, "all_optimized_ms", 3, opt_ms);
+	jw_float_field(&w, "detach_ms", 3, detach_ms);
+	jw_float_field(&w, "all_freed_ms", 3, freed_ms);
+	jw_object_field(&w, "mechanisms");
 	for (int m = 0; m < 6; m++)
-		printf("%s\"%s\":%d", m ? "," : "", mnames[m], counts[m]);
-	printf("},\"load_calls\":%llu}\n", o->load ? stop_load() : 0ULL);
+		jw_int_field(&w, mnames[m], counts[m]);
+	jw_end_object(&w);
+	jw_uint_field(&w, "load_calls", o->load ? stop_load() : 0ULL);
+	jw_end_object(&w);
 	free(s);
 	return 0;
 }
