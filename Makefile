@@ -93,10 +93,12 @@ $(VMLINUX_H): $(BUILD)/vmlinux | bpftool
 
 $(BUILD)/vmlinux: kernel
 
-# Sites are picked by kpctl explain --offline (scripts/sites/explain.py).
-SITES_DEPS := scripts/sites/explain.py $(BUILD)/kpctl
+# Sites are picked by kpctl explain --offline (scripts/sites/explain.py):
+# again when kpctl changed, which make loader (order-only: phony) relinks
+# first.
+SITES_DEPS := scripts/sites/explain.py $(BUILD)/kpctl | loader
 
-$(BUILD)/kpctl: loader
+$(BUILD)/kpctl: ;
 
 $(BUILD)/sites.env: $(BUILD)/vmlinux scripts/sites/gen-sites $(SITES_DEPS)
 	@scripts/sites/gen-sites $< > $@.tmp
