@@ -118,6 +118,7 @@ struct ksym {
 };
 
 int ksym_lookup(const char *name, struct ksym *sym);
+int ksym_lookup_func(const char *arg, struct ksym *sym);
 unsigned long long ksym_addr(const char *name);
 const char *getpgid_func(void);
 

@@ -949,7 +949,9 @@ static void usage_explain(FILE *f)
 "Text as linked: where the kernel patches itself at boot, it may differ.\n"
 "The project's scripts pick their test and benchmark sites this way.\n"
 "\n"
-"With several FUNCs, -j prints {\"functions\": [...]}, one report each.\n"
+"FUNC may be 0xADDR, the function that starts there (for static functions\n"
+"that share a name). With several FUNCs, -j prints {\"functions\": [...]},\n"
+"one report each.\n"
 "\n"
 "  -k, --vmlinux FILE  the kernel image (default: the first of vmlinux,\n"
 "                      vmlinux-NAME for a release ending in -kpx-NAME and\n"
@@ -1323,7 +1325,9 @@ int cmd_explain(int argc, char **argv)
 	}
 	/* Every name first: one that is not there changes nothing printed. */
 	for (int i = optind; i < argc; i++) {
-		if (ksym_lookup(argv[i], &sym) == -ENOENT) {
+		int err = ksym_lookup_func(argv[i], &sym);
+
+		if (err == -ENOENT || err == -EINVAL) {
 			errx("no such function in %s: '%s'",
 			     o.offline ? vm.path : "the kernel", argv[i]);
 			goto out;

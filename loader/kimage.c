@@ -845,15 +845,15 @@ int kfunc_load(struct kfunc *f, struct vmlinux *vm, const char *name,
 	int err, possible, online;
 
 	memset(f, 0, sizeof(*f));
-	err = ksym_lookup(name, &sym);
+	err = ksym_lookup_func(name, &sym);
 	if (err)
 		return err;
-	snprintf(f->name, sizeof(f->name), "%s", name);
+	snprintf(f->name, sizeof(f->name), "%s", sym.name);
 	snprintf(f->next, sizeof(f->next), "%s", sym.next);
 	f->addr = sym.addr;
 	f->size = sym.size;
 	f->nsyms = sym.count;
-	if (!elf_sym_at(vm, name, f->addr - vm->delta))
+	if (!elf_sym_at(vm, f->name, f->addr - vm->delta))
 		return -ESRCH;
 	err = load_text(f, vm, read_live);
 	if (err)

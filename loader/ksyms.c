@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "common.h"
 
@@ -29,6 +30,46 @@ int ksym_lookup(const char *name, struct ksym *sym)
 		return -EACCES;
 	next = kpx_ksym_next(s);
 	snprintf(sym->name, sizeof(sym->name), "%s", name);
+	sym->addr = s->addr;
+	sym->type = s->type;
+	sym->count = count;
+	if (next) {
+		sym->size = next->addr - s->addr;
+		snprintf(sym->next, sizeof(sym->next), "%s", next->name);
+	}
+	return 0;
+}
+
+/*
+ * ksym_lookup(), or for "0xADDR" the symbol that starts at ADDR: several
+ * static functions can share a name, and only an address tells them apart.
+ * -EINVAL for an address that does not parse.
+ */
+int ksym_lookup_func(const char *arg, struct ksym *sym)
+{
+	const struct kpx_ksym *s, *next;
+	unsigned long long a;
+	char *end;
+	int err, count;
+
+	if (strncmp(arg, "0x", 2))
+		return ksym_lookup(arg, sym);
+	memset(sym, 0, sizeof(*sym));
+	errno = 0;
+	a = strtoull(arg + 2, &end, 16);
+	if (end == arg + 2 || *end || errno)
+		return -EINVAL;
+	err = kpx_kallsyms_load();
+	if (err)
+		return err;
+	s = kpx_ksym_at(a);
+	if (!s)
+		return -ENOENT;
+	if (!s->addr)
+		return -EACCES;
+	kpx_ksym_find(s->name, &count);
+	next = kpx_ksym_next(s);
+	snprintf(sym->name, sizeof(sym->name), "%s", s->name);
 	sym->addr = s->addr;
 	sym->type = s->type;
 	sym->count = count;

@@ -79,6 +79,18 @@ assert_eq "$(jq -r '[.functions[].func] | join(" ")' <<< "$two")" \
 assert_eq "$(jq -c '.functions[0].sites' <<< "$two")" "$(jq -c .sites <<< "$j")" \
 	"the first report is the single one"
 
+# 0xADDR: the function that starts there, also one of several static
+# functions that share a name (which a name alone cannot reach).
+addr=$(json_str "$j" .addr)
+assert_eq "$(off "$addr" | jq -c .sites)" "$(jq -c .sites <<< "$j")" "$GETPGID_FUNC by its address"
+dup=$(nm "$VM" | awk '$2 == "t" { n[$3]++; a[$3] = $1 } END { for (f in n) if (n[f] > 1) { print a[f], f; exit } }')
+[ -n "$dup" ] || fail "no static function name shared by several functions in $VM"
+d=$(off "0x${dup%% *}") || fail "explain --offline 0x${dup%% *}: $d"
+assert_eq "$(json_str "$d" .func) $(json_str "$d" .addr)" "${dup##* } 0x${dup%% *}" \
+	"a shared name by its address"
+assert_match "$(jq -r '.sites[0].reason' <<< "$d")" "kernel symbols are named" \
+	"a shared name is refused by name"
+
 # Bad input: a clear error, exit 1 or 2, and no report.
 bad() { # RC WHAT ARGS...
 	local rc=$1 what=$2 o got; shift 2
@@ -94,6 +106,8 @@ bad 2 "--callopt without --offline" --callopt "$GETPGID_FUNC"
 bad 2 "an unknown mechanism" --offline --vmlinux "$VM" --mechanism callopt,fast "$GETPGID_FUNC"
 bad 2 "MODULE:FUNC" --offline --vmlinux "$VM" "kpx_targets:kpx_target_single"
 bad 1 "a function not in the image" --offline --vmlinux "$VM" no_such_function_kpx
+bad 1 "an address where no function starts" --offline --vmlinux "$VM" 0x1234
+bad 1 "an address that does not parse" --offline --vmlinux "$VM" 0x12zz
 bad 1 "one of two not in the image" --offline --vmlinux "$VM" "$GETPGID_FUNC" no_such_function_kpx
 bad 1 "an image that is no ELF file" --offline --vmlinux "$KPX_ROOT/README.md" "$GETPGID_FUNC"
 echo "PASS"
