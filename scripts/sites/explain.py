@@ -46,8 +46,10 @@ def explain(vmlinux, funcs, mechanisms=None, strict=False):
             doc = json.loads(p.stdout)
         except ValueError:
             _die('kpctl explain printed no JSON (exit %d): %s' % (p.returncode, p.stderr.strip()))
-        reports = doc['functions'] if len(batch) > 1 else [doc]
-        if len(batch) > 1 and p.returncode not in (0, 1) or \
+        reports = doc.get('functions') if len(batch) > 1 else [doc]
+        # Exit 1 with reports: some functions could not be read (each says
+        # why); anything else is the command failing as a whole.
+        if reports is None or p.returncode not in (0, 1) or \
                 p.returncode and not all('error' in r or 'sites' in r for r in reports):
             _die('kpctl explain: %s' % doc.get('error', p.stderr.strip()))
         for name, rep in zip(batch, reports):
