@@ -8,6 +8,7 @@
  * takes, help and version, errors, exit codes and the JSON envelope. The
  * probe helpers are in probe.c, each command in a file of its own.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -315,11 +316,28 @@ static const struct cmd *find_cmd(const char *name)
 }
 
 /* -j anywhere (before "--") asks for JSON, also for what goes wrong first. */
+/*
+ * -j before the options are parsed, so that an error found on the way is
+ * JSON too: "-j", "--json", or -j among other short flags ("-vj", "-aj";
+ * not after one that takes a value, "-Bj" is --btf j).
+ */
 static void early_json(int argc, char **argv)
 {
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json"))
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--json")) {
 			env.json = true;
+			continue;
+		}
+		if (a[0] != '-' || a[1] == '-')
+			continue;
+		for (a++; isalpha((unsigned char)*a) && *a != 'B'; a++)
+			if (*a == 'j') {
+				env.json = true;
+				break;
+			}
+	}
 }
 
 static int run(int argc, char **argv)
@@ -363,6 +381,8 @@ int main(int argc, char **argv)
 	int ret;
 
 	argv[0] = "kpctl";
+	/* Options after the arguments, as documented, whatever the environment. */
+	unsetenv("POSIXLY_CORRECT");
 	early_json(argc, argv);
 	libbpf_set_print(libbpf_print);
 	/* Two fds per kprobe link (perf event and link): allow thousands. */
@@ -384,6 +404,12 @@ int main(int argc, char **argv)
 			jw_string_field(w, "error", env.error[0] ? env.error :
 					ret == EXIT_USAGE ? "bad usage" : "failed");
 		json_end();
+	}
+	/* Output that did not reach its reader (a full disk, a closed pipe) fails. */
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "kpctl: cannot write the output: %s\n", strerror(errno));
+		if (ret == EXIT_OK)
+			ret = EXIT_FAIL;
 	}
 	return ret;
 }

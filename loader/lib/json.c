@@ -170,13 +170,25 @@ void jw_string(struct kpx_json *w, const char *s)
 
 void jw_stringf(struct kpx_json *w, const char *fmt, ...)
 {
-	char buf[1024];
+	char buf[256], *p = buf;
 	va_list ap;
+	int n;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	jw_string(w, buf);
+	/* Whole, however long: a cut string would be a wrong value. */
+	if (n >= (int)sizeof(buf)) {
+		p = malloc(n + 1);
+		if (!p)
+			abort();
+		va_start(ap, fmt);
+		vsnprintf(p, n + 1, fmt, ap);
+		va_end(ap);
+	}
+	jw_string(w, n < 0 ? "" : p);
+	if (p != buf)
+		free(p);
 }
 
 void jw_int(struct kpx_json *w, long long v)

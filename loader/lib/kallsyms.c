@@ -66,7 +66,8 @@ static long add_name(size_t *len, size_t *cap, const char *s)
 static int load(FILE *f)
 {
 	size_t cap = 0, nlen = 0, ncap = 0;
-	char line[512], name[256];
+	/* A name has up to KSYM_NAME_LEN (512) bytes with its NUL. */
+	char line[1024], name[512];
 
 	if (!f)
 		return -errno;
@@ -74,9 +75,17 @@ static int load(FILE *f)
 		struct kpx_ksym s;
 		long off;
 
+		/* Longer than any kallsyms line: skip it whole, not in pieces. */
+		if (!strchr(line, '\n') && !feof(f)) {
+			int c;
+
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+			continue;
+		}
 		/* Module, BPF and trampoline symbols carry a "[owner]" suffix. */
 		if (strchr(line, '[') ||
-		    sscanf(line, "%llx %c %255s", &s.addr, &s.type, name) != 3)
+		    sscanf(line, "%llx %c %511s", &s.addr, &s.type, name) != 3)
 			continue;
 		off = add_name(&nlen, &ncap, name);
 		if (off < 0)

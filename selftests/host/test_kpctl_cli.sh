@@ -103,6 +103,22 @@ assert_match "$(jq -r .error <<< "$json")" "bad probe '--cost'" "an option after
 assert_rc 2 "$KPCTL" attach do_getpgid -- -j
 assert_match "$out" "bad probe '-j'" "-j after --"
 
+# -j among other short flags ("-vj") makes an error found before getopt
+# reaches it JSON too; with POSIXLY_CORRECT set, options still count after
+# the arguments.
+json=$("$KPCTL" -vj explain --no-such-option 2> /dev/null); rc=$?
+assert_eq $rc 2 "exit status of kpctl -vj explain --no-such-option"
+assert_kpctl_json "$json" $rc "kpctl -vj explain --no-such-option"
+assert_match "$(jq -r .error <<< "$json")" "unknown option '--no-such-option'" "-vj error"
+json=$(POSIXLY_CORRECT=1 "$KPCTL" explain x --offline -j 2> /dev/null); rc=$?
+assert_eq $rc 2 "exit status with POSIXLY_CORRECT"
+assert_match "$(jq -r .error <<< "$json")" "--offline needs --vmlinux" \
+	"options after the argument with POSIXLY_CORRECT"
+# Output that cannot be written is a failure, not a success.
+assert_rc 1 sh -c '"$1" version > /dev/full' sh "$KPCTL"
+assert_match "$out" "cannot write the output" "kpctl version > /dev/full"
+assert_rc 0 sh -c '"$1" version > /dev/null' sh "$KPCTL"
+
 # Exit 3: kpctl cannot run here. Without the BTF it is told to use (no
 # kprobe PMU on this machine says the same code earlier), nothing loads.
 for cmd in "attach do_getpgid" "stress -n 1 -s do_getpgid" "regs do_getpgid"; do
