@@ -653,7 +653,7 @@ static void site_bytes(const struct kfunc *f, const struct site *s, char *buf, s
 	print_bytes(buf, len, f->text + off, s->ki.len);
 }
 
-/* A jump, call or return: control does not simply fall through. */
+/* A jump, call or return: control need not go on to the next instruction. */
 static bool is_branch(const struct kp_insn *ki)
 {
 	static const char *const flow[] = { "call", "call*", "ret" };
