@@ -13,11 +13,15 @@ done
 grep -qx "CONFIG_KPROBES_SANITY_TEST=[ym]" "$cfg" || fail "CONFIG_KPROBES_SANITY_TEST missing"
 # IBT: functions start with ENDBR; return thunks: no bare ret.
 . "$BUILD/sites.env"
-insns=$("$BUILD/kpctl" -j explain --offline --vmlinux "$BUILD/vmlinux" "$GETPGID_FUNC" |
-	jq -r '.sites[] | select(.boundary) | "\(.offset) \(.len) \(.insn)"') ||
+# (explain's site at +0 is where the kernel moves it, the fentry call at
+# +4; "endbr" says what +0 holds.)
+rep=$("$BUILD/kpctl" -j explain --offline --vmlinux "$BUILD/vmlinux" "$GETPGID_FUNC") ||
 	fail "kpctl explain --offline $GETPGID_FUNC failed"
-assert_eq "$(head -n1 <<< "$insns")" "0 4 endbr64" "first instruction of $GETPGID_FUNC"
-grep -qw ret <<< "$insns" && fail "$GETPGID_FUNC has a bare ret (want the return thunk)"
+assert_eq "$(json_bool "$rep" .endbr)" true "$GETPGID_FUNC starts with ENDBR"
+assert_eq "$(jq -r '.sites[] | select(.offset == 4) | "\(.len) \(.mechanism)"' <<< "$rep")" \
+	"5 ftrace" "the fentry call after the ENDBR"
+insns=$(jq -r '.sites[] | select(.boundary) | .insn' <<< "$rep")
+grep -qx ret <<< "$insns" && fail "$GETPGID_FUNC has a bare ret (want the return thunk)"
 objdump -d --disassemble="$GETPGID_FUNC" "$BUILD/vmlinux" | grep -q 'jmp.*<__x86_return_thunk>' ||
 	fail "$GETPGID_FUNC does not return through __x86_return_thunk"
 
