@@ -79,15 +79,15 @@ static int vm_sym_cmp(const void *a, const void *b)
 	return x->value < y->value ? -1 : x->value > y->value;
 }
 
-/* Sorts vmlinux's named symbols by name, once (vm->syms). */
-static void vm_syms_build(struct vmlinux *vm)
+/* Calls @fn for each named symbol of vmlinux's symbol tables; stops at a nonzero return. */
+static int for_each_elf_sym(const struct vmlinux *vm,
+			    int (*fn)(const Elf64_Sym *sym, const char *name, void *arg), void *arg)
 {
-	size_t cap = 0;
-
 	for (int i = 1; i < nsections(vm); i++) {
 		const Elf64_Shdr *sh = shdr(vm, i), *strs;
 		const Elf64_Sym *sym;
 		size_t n;
+		int err;
 
 		if (sh->sh_type != SHT_SYMTAB)
 			continue;
@@ -97,20 +97,37 @@ static void vm_syms_build(struct vmlinux *vm)
 		for (size_t k = 0; k < n; k++) {
 			if (!sym[k].st_name)
 				continue;
-			if (vm->nsyms == cap) {
-				struct vm_sym *v;
-
-				cap = cap ? 2 * cap : 65536;
-				v = realloc(vm->syms, cap * sizeof(*v));
-				if (!v)
-					return;
-				vm->syms = v;
-			}
-			vm->syms[vm->nsyms].name = (const char *)vm->map + strs->sh_offset +
-						   sym[k].st_name;
-			vm->syms[vm->nsyms++].value = sym[k].st_value;
+			err = fn(&sym[k], (const char *)vm->map + strs->sh_offset + sym[k].st_name,
+				 arg);
+			if (err)
+				return err;
 		}
 	}
+	return 0;
+}
+
+static int vm_sym_add(const Elf64_Sym *sym, const char *name, void *arg)
+{
+	struct vmlinux *vm = arg;
+
+	if (vm->nsyms == vm->syms_cap) {
+		size_t cap = vm->syms_cap ? 2 * vm->syms_cap : 65536;
+		struct vm_sym *v = realloc(vm->syms, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		vm->syms = v;
+		vm->syms_cap = cap;
+	}
+	vm->syms[vm->nsyms].name = name;
+	vm->syms[vm->nsyms++].value = sym->st_value;
+	return 0;
+}
+
+/* Sorts vmlinux's named symbols by name, once (vm->syms). */
+static void vm_syms_build(struct vmlinux *vm)
+{
+	for_each_elf_sym(vm, vm_sym_add, vm);
 	if (vm->syms)
 		qsort(vm->syms, vm->nsyms, sizeof(*vm->syms), vm_sym_cmp);
 }
@@ -392,45 +409,43 @@ void kp_orc_format(const struct kp_orc *o, char *buf, size_t len)
  * 't'/'T' in executable ones (local/global), 'd'/'D' elsewhere.
  * Assembler-local and mapping symbols are left out.
  */
+struct ksym_out {
+	const struct vmlinux *vm;
+	FILE *out;
+};
+
+/* One line of load_symbols(). */
+static int print_ksym(const Elf64_Sym *sym, const char *name, void *arg)
+{
+	const struct vmlinux *vm = ((struct ksym_out *)arg)->vm;
+	FILE *out = ((struct ksym_out *)arg)->out;
+	int type = ELF64_ST_TYPE(sym->st_info);
+	bool global = ELF64_ST_BIND(sym->st_info) != STB_LOCAL;
+	const Elf64_Shdr *in;
+
+	if (!name[0] || name[0] == '$' || !strncmp(name, ".L", 2) ||
+	    sym->st_shndx == SHN_UNDEF || sym->st_shndx >= nsections(vm) ||
+	    (type != STT_FUNC && type != STT_NOTYPE && type != STT_OBJECT))
+		return 0;
+	in = shdr(vm, sym->st_shndx);
+	if (!(in->sh_flags & SHF_ALLOC))
+		return 0;
+	fprintf(out, "%016llx %c %s\n", (unsigned long long)sym->st_value,
+		in->sh_flags & SHF_EXECINSTR ? (global ? 'T' : 't') : (global ? 'D' : 'd'), name);
+	return 0;
+}
+
 static int load_symbols(const struct vmlinux *vm)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&buf, &len);
+	struct ksym_out arg = { vm, out };
 	int err;
 
 	if (!out)
 		return -errno;
-	for (int i = 1; i < nsections(vm); i++) {
-		const Elf64_Shdr *sh = shdr(vm, i), *strs;
-		const Elf64_Sym *sym;
-		size_t n;
-
-		if (sh->sh_type != SHT_SYMTAB)
-			continue;
-		strs = shdr(vm, sh->sh_link);
-		sym = (const Elf64_Sym *)(vm->map + sh->sh_offset);
-		n = sh->sh_size / sizeof(*sym);
-		for (size_t k = 0; k < n; k++) {
-			const char *name = (const char *)vm->map + strs->sh_offset +
-					   sym[k].st_name;
-			int type = ELF64_ST_TYPE(sym[k].st_info);
-			bool global = ELF64_ST_BIND(sym[k].st_info) != STB_LOCAL;
-			const Elf64_Shdr *in;
-
-			if (!sym[k].st_name || !name[0] || name[0] == '$' ||
-			    !strncmp(name, ".L", 2) || sym[k].st_shndx == SHN_UNDEF ||
-			    sym[k].st_shndx >= nsections(vm) ||
-			    (type != STT_FUNC && type != STT_NOTYPE && type != STT_OBJECT))
-				continue;
-			in = shdr(vm, sym[k].st_shndx);
-			if (!(in->sh_flags & SHF_ALLOC))
-				continue;
-			fprintf(out, "%016llx %c %s\n", (unsigned long long)sym[k].st_value,
-				in->sh_flags & SHF_EXECINSTR ? (global ? 'T' : 't') :
-				(global ? 'D' : 'd'), name);
-		}
-	}
+	for_each_elf_sym(vm, print_ksym, &arg);
 	if (fclose(out))
 		return -ENOMEM;
 	err = kpx_kallsyms_load_stream(fmemopen(buf, len, "r"));
@@ -505,6 +520,7 @@ void vmlinux_close(struct vmlinux *vm)
 	free(vm->syms);
 	vm->syms = NULL;
 	vm->nsyms = 0;
+	vm->syms_cap = 0;
 	vm->norc = 0;
 }
 

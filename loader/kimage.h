@@ -65,7 +65,7 @@ struct vmlinux {
 	bool offline;
 	/* vmlinux's symbols by name (elf_sym()), built on the first lookup */
 	struct vm_sym *syms;
-	size_t nsyms;
+	size_t nsyms, syms_cap;
 };
 
 struct kfunc {

@@ -11,13 +11,28 @@
 #include <string.h>
 #include "common.h"
 
+/* @sym from @s, of @count symbols of its name: its size up to the next symbol. */
+static void ksym_fill(struct ksym *sym, const struct kpx_ksym *s, int count)
+{
+	const struct kpx_ksym *next = kpx_ksym_next(s);
+
+	snprintf(sym->name, sizeof(sym->name), "%s", s->name);
+	sym->addr = s->addr;
+	sym->type = s->type;
+	sym->count = count;
+	if (next) {
+		sym->size = next->addr - s->addr;
+		snprintf(sym->next, sizeof(sym->next), "%s", next->name);
+	}
+}
+
 /*
  * Fills @sym for the core-kernel symbol @name. Returns 0, -ENOENT, or
  * -EACCES when kallsyms hides addresses (not root).
  */
 int ksym_lookup(const char *name, struct ksym *sym)
 {
-	const struct kpx_ksym *s, *next;
+	const struct kpx_ksym *s;
 	int err = kpx_kallsyms_load(), count;
 
 	memset(sym, 0, sizeof(*sym));
@@ -28,15 +43,7 @@ int ksym_lookup(const char *name, struct ksym *sym)
 		return -ENOENT;
 	if (!s->addr)
 		return -EACCES;
-	next = kpx_ksym_next(s);
-	snprintf(sym->name, sizeof(sym->name), "%s", name);
-	sym->addr = s->addr;
-	sym->type = s->type;
-	sym->count = count;
-	if (next) {
-		sym->size = next->addr - s->addr;
-		snprintf(sym->next, sizeof(sym->next), "%s", next->name);
-	}
+	ksym_fill(sym, s, count);
 	return 0;
 }
 
@@ -47,7 +54,7 @@ int ksym_lookup(const char *name, struct ksym *sym)
  */
 int ksym_lookup_func(const char *arg, struct ksym *sym)
 {
-	const struct kpx_ksym *s, *next;
+	const struct kpx_ksym *s;
 	unsigned long long a;
 	char *end;
 	int err, count;
@@ -68,15 +75,7 @@ int ksym_lookup_func(const char *arg, struct ksym *sym)
 	if (!s->addr)
 		return -EACCES;
 	kpx_ksym_find(s->name, &count);
-	next = kpx_ksym_next(s);
-	snprintf(sym->name, sizeof(sym->name), "%s", s->name);
-	sym->addr = s->addr;
-	sym->type = s->type;
-	sym->count = count;
-	if (next) {
-		sym->size = next->addr - s->addr;
-		snprintf(sym->next, sizeof(sym->next), "%s", next->name);
-	}
+	ksym_fill(sym, s, count);
 	return 0;
 }
 
