@@ -133,7 +133,8 @@ int kpx_kallsyms_load(void)
 int kpx_kallsyms_load_stream(FILE *f)
 {
 	if (ks.loaded) {
-		fclose(f);
+		if (f)
+			fclose(f);
 		return -EBUSY;
 	}
 	ks.err = load(f);
