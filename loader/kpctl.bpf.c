@@ -5,6 +5,7 @@
  *   with the probe's slot as BPF cookie, counting hits per slot;
  * - kpctl_links: attached once per function by 'links' (cookie = index),
  *   counting hits per cookie and runs that happen after every link is gone;
+ *   kpctl_links_multi: the same for 'links --multi', in one kprobe_multi link;
  * - kpctl_regs: copies the pt_regs its kprobe handler gets into a map;
  * - kpctl_read_text: reads kernel text for 'explain' (BPF_PROG_RUN).
  */
@@ -83,8 +84,7 @@ __u32 links_dead;
 __u64 links_late;
 __u64 links_late_cookie;
 
-SEC("kprobe")
-int kpctl_links(struct pt_regs *ctx)
+static __always_inline int links_hit(void *ctx)
 {
 	__u32 slot = (__u32)bpf_get_attach_cookie(ctx);
 	struct kpctl_count *c;
@@ -99,6 +99,19 @@ int kpctl_links(struct pt_regs *ctx)
 	c = &counts[slot];
 	__sync_fetch_and_add(&c->hits, 1);
 	return 0;
+}
+
+SEC("kprobe")
+int kpctl_links(struct pt_regs *ctx)
+{
+	return links_hit(ctx);
+}
+
+/* 'links --multi': one kprobe_multi link, the function's index as cookie. */
+SEC("kprobe.multi")
+int kpctl_links_multi(struct pt_regs *ctx)
+{
+	return links_hit(ctx);
 }
 
 SEC("kprobe")

@@ -46,6 +46,8 @@ static const char *const filter_files[] = {
 struct links_opts {
 	long n;
 	bool kretprobe;
+	bool multi;
+	long rounds;
 	double trigger_ms;
 	double hold_ms;
 	double late_ms;
@@ -73,6 +75,9 @@ struct links_run {
 	/* links: probes[0..attached) with cookie = index */
 	struct probe *probes;
 	int attached;
+	/* --multi: the one link, and its attach/detach times per round */
+	struct bpf_link *mlink;
+	int nrounds;
 	long failures;
 	struct { int err; long count; } errs[MAX_ERRNOS];
 	int nerrs;
@@ -111,6 +116,13 @@ static void usage_links(FILE *f)
 "\n"
 "  -n, --count N       functions (default 100, at most %d)\n"
 "  -r, --kretprobe     attach return probes instead\n"
+"  -m, --multi         one kprobe_multi link over the N functions instead\n"
+"                      (bpf_program__attach_kprobe_multi_opts, cookie = the\n"
+"                      function's index): the attach and the detach are those\n"
+"                      of the one link, and the kernel attaches all N or none\n"
+"  -R, --rounds R      with --multi: attach and detach the link R times\n"
+"                      (default 1); the activity and the mechanisms are those\n"
+"                      of the last round, the times are per round\n"
 "  -t, --trigger MS    while attached, run activity (getpgid, fork/exec of\n"
 "                      /bin/true, file reads) for MS ms (default 200)\n"
 "  -H, --hold MS       then keep the links attached MS ms longer (default 0)\n"
@@ -127,7 +139,8 @@ static void usage_links(FILE *f)
 "Examples:\n"
 "  kpctl links -n 200\n"
 "  kpctl links -n 5 --control    # must report late runs\n"
-"  kpctl -j links -n 500 --kretprobe --hold 1000\n",
+"  kpctl -j links -n 500 --kretprobe --hold 1000\n"
+"  kpctl links --multi -n 1000 --rounds 20\n",
 		KPCTL_MAX_PROBES);
 }
 
@@ -136,6 +149,8 @@ static int parse_links_opts(int argc, char **argv, struct links_opts *o)
 	static const struct option opts[] = {
 		{ "count", required_argument, NULL, 'n' },
 		{ "kretprobe", no_argument, NULL, 'r' },
+		{ "multi", no_argument, NULL, 'm' },
+		{ "rounds", required_argument, NULL, 'R' },
 		{ "trigger", required_argument, NULL, 't' },
 		{ "hold", required_argument, NULL, 'H' },
 		{ "late", required_argument, NULL, 'L' },
@@ -148,23 +163,28 @@ static int parse_links_opts(int argc, char **argv, struct links_opts *o)
 	int c;
 
 	o->n = 100;
+	o->rounds = 1;
 	o->trigger_ms = 200;
 	o->late_ms = 500;
 	optind = 0;
-	while ((c = cmd_getopt(argc, argv, "n:rt:H:L:Ch", opts)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "n:rmR:t:H:L:Ch", opts)) != -1) {
 		switch (c) {
 		case 'n':
+		case 'R':
 		case 't':
 		case 'H':
 		case 'L':
 			v = strtod(optarg, &end);
 			if (*end || !(v >= 0) || v > 1e9 ||
-			    (c == 'n' && (v < 1 || v > KPCTL_MAX_PROBES || v != (long)v))) {
+			    (c == 'n' && (v < 1 || v > KPCTL_MAX_PROBES || v != (long)v)) ||
+			    (c == 'R' && (v < 1 || v > 10000 || v != (long)v))) {
 				errx("bad value '%s' for -%c (see 'kpctl links --help')", optarg, c);
 				return EXIT_USAGE;
 			}
 			if (c == 'n')
 				o->n = v;
+			else if (c == 'R')
+				o->rounds = v;
 			else if (c == 't')
 				o->trigger_ms = v;
 			else if (c == 'H')
@@ -174,6 +194,9 @@ static int parse_links_opts(int argc, char **argv, struct links_opts *o)
 			break;
 		case 'r':
 			o->kretprobe = true;
+			break;
+		case 'm':
+			o->multi = true;
 			break;
 		case 'C':
 			o->control = true;
@@ -186,6 +209,10 @@ static int parse_links_opts(int argc, char **argv, struct links_opts *o)
 	}
 	if (optind != argc) {
 		errx("links: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (o->rounds != 1 && !o->multi) {
+		errx("links: --rounds needs --multi");
 		return EXIT_USAGE;
 	}
 	return -1;
@@ -560,6 +587,128 @@ static int attach_links(struct links_run *r)
 	return 0;
 }
 
+/*
+ * --multi: the first N candidates in the same order as for single links,
+ * in one kprobe_multi link. The kernel attaches all or none of them, so a
+ * refused function fails the round (and the command).
+ */
+static int attach_multi(struct links_run *r)
+{
+	struct bpf_program *prog = r->skel->progs.kpctl_links_multi;
+	size_t m = r->ncands, stride = m / r->o.n, k;
+	const char **syms;
+	__u64 *cookies;
+	int n = 0, err = 0;
+
+	if (stride < 1)
+		stride = 1;
+	while (kpx_gcd(stride, m) != 1)
+		stride++;
+	syms = calloc(r->o.n, sizeof(*syms));
+	cookies = calloc(r->o.n, sizeof(*cookies));
+	if (!syms || !cookies) {
+		errx("out of memory");
+		err = -ENOMEM;
+		goto out;
+	}
+	for (k = 0; k < m && n < r->o.n; k++, n++) {
+		struct cand *c = &r->cands[(k * stride) % m];
+		struct probe *p = &r->probes[n];
+
+		memset(p, 0, sizeof(*p));
+		snprintf(p->func, sizeof(p->func), "%s", c->name);
+		snprintf(p->spec, sizeof(p->spec), "%s%s", c->name,
+			 r->o.kretprobe ? "%return" : "");
+		p->retprobe = r->o.kretprobe;
+		syms[n] = p->func;
+		cookies[n] = n;
+	}
+
+	while (r->nrounds < r->o.rounds) {
+		LIBBPF_OPTS(bpf_kprobe_multi_opts, opts,
+			.syms = syms,
+			.cookies = cookies,
+			.cnt = n,
+			.retprobe = r->o.kretprobe);
+		double t;
+
+		if (stop_requested) {
+			r->interrupted = true;
+			errx("interrupted while attaching");
+			break;
+		}
+		t = kpx_now_ms();
+		r->mlink = bpf_program__attach_kprobe_multi_opts(prog, NULL, &opts);
+		err = r->mlink ? 0 : -errno;
+		t = kpx_now_ms() - t;
+		if (err) {
+			r->mlink = NULL;
+			note_failure(r, syms[0], err);
+			if (err == -EPERM || err == -EACCES)
+				errx_unavailable("links: cannot attach one kprobe_multi link over "
+						 "%d function(s): %s", n, attach_error(err));
+			else
+				errx("links: cannot attach one kprobe_multi link over %d "
+				     "function(s): %s", n, attach_error(err));
+			break;
+		}
+		r->attach_ms[r->nrounds++] = t;
+		if (r->nrounds == r->o.rounds)
+			break;
+		t = kpx_now_ms();
+		bpf_link__destroy(r->mlink);
+		r->mlink = NULL;
+		r->detach_ms[r->nrounds - 1] = kpx_now_ms() - t;
+	}
+	if (r->mlink)
+		r->attached = n;
+out:
+	free(syms);
+	free(cookies);
+	return err;
+}
+
+/* --multi: the mechanism of each address, from bpf_link_info.kprobe_multi. */
+static void note_mechanisms_multi(struct links_run *r)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info), *mechs;
+	__u64 *addrs;
+	int err;
+
+	mechs = calloc(r->attached, sizeof(*mechs));
+	addrs = calloc(r->attached, sizeof(*addrs));
+	if (!mechs || !addrs) {
+		errx("out of memory");
+		goto out;
+	}
+	info.kprobe_multi.addrs = (__u64)(unsigned long)addrs;
+	info.kprobe_multi.mechanisms = (__u64)(unsigned long)mechs;
+	info.kprobe_multi.count = r->attached;
+	err = bpf_link_get_info_by_fd(bpf_link__fd(r->mlink), &info, &len);
+	if (err) {
+		warnx("links: cannot read the link's info: %s", strerror(errno));
+		r->src_none += r->attached;
+		r->mech[KPX_MECH_UNKNOWN] += r->attached;
+		goto out;
+	}
+	/* In the order of the kernel's sorted addresses; only counted here. */
+	for (int i = 0; i < r->attached; i++) {
+		const char *name = kpx_link_mech_name(mechs[i]);
+
+		if (!name) {
+			r->src_none++;
+			r->mech[KPX_MECH_UNKNOWN]++;
+			continue;
+		}
+		r->src_link_info++;
+		r->mech[kpx_mech_from_name(name)]++;
+	}
+out:
+	free(mechs);
+	free(addrs);
+}
+
 static void note_mechanisms(struct links_run *r)
 {
 	probe_mechanisms(r->probes, r->attached);
@@ -579,6 +728,16 @@ static void note_mechanisms(struct links_run *r)
 static void detach_links(struct links_run *r)
 {
 	double t0 = kpx_now_ms();
+
+	if (r->o.multi) {
+		if (r->mlink) {
+			bpf_link__destroy(r->mlink);
+			r->mlink = NULL;
+			r->detach_ms[r->nrounds - 1] = kpx_now_ms() - t0;
+		}
+		r->detach_total = kpx_now_ms() - t0;
+		return;
+	}
 
 	for (int i = 0; i < r->attached; i++) {
 		double t = kpx_now_ms();
@@ -661,6 +820,8 @@ static void print_links_json(struct links_run *r, struct kpx_pct a, struct kpx_p
 
 	jw_int_field(w, "n", r->o.n);
 	jw_bool_field(w, "kretprobe", r->o.kretprobe);
+	jw_bool_field(w, "multi", r->o.multi);
+	jw_int_field(w, "rounds", r->o.multi ? r->nrounds : 1);
 	jw_bool_field(w, "control", r->o.control);
 	jw_string_field(w, "source", r->source);
 	jw_uint_field(w, "listed", r->nlisted);
@@ -696,7 +857,11 @@ static void print_links_json(struct links_run *r, struct kpx_pct a, struct kpx_p
 	jw_int_field(w, "debugfs", r->src_debugfs);
 	jw_int_field(w, "none", r->src_none);
 	jw_end_object(w);
-	jw_int_field(w, "full_regs_count", r->full_regs);
+	/* A kprobe_multi link reports no BPF_KPROBE_INFO_FULL_REGS. */
+	if (r->o.multi)
+		jw_null_field(w, "full_regs_count");
+	else
+		jw_int_field(w, "full_regs_count", r->full_regs);
 	jw_uint_field(w, "hits", r->hits);
 	jw_int_field(w, "functions_hit", r->functions_hit);
 	jw_array_field(w, "functions_hit_sample");
@@ -732,24 +897,32 @@ static void print_links_text(struct links_run *r, struct kpx_pct a, struct kpx_p
 	printf("kpctl: %zu candidate function(s) from %s (%zu listed: %zu in modules, "
 	       "%zu duplicate names, %zu blacklisted%s)\n", r->ncands, r->source, r->nlisted,
 	       r->nmodule, r->ndup, r->nblack, r->blacklist_read ? "" : ", blacklist unreadable");
-	printf("kpctl: attached %d of %ld %s link(s), %ld failure(s)", r->attached, r->o.n,
-	       r->o.kretprobe ? "kretprobe" : "kprobe", r->failures);
+	if (r->o.multi)
+		printf("kpctl: one %s link over %d of %ld function(s), %d round(s), "
+		       "%ld failure(s)", r->o.kretprobe ? "kretprobe.multi" : "kprobe.multi",
+		       r->attached, r->o.n, r->nrounds, r->failures);
+	else
+		printf("kpctl: attached %d of %ld %s link(s), %ld failure(s)", r->attached,
+		       r->o.n, r->o.kretprobe ? "kretprobe" : "kprobe", r->failures);
 	for (int i = 0; i < r->nerrs; i++)
 		printf("%s%s x%ld", i ? ", " : ": ", err_name(r->errs[i].err), r->errs[i].count);
 	printf("\n");
 	for (int i = 0; i < r->nexamples && i < 3; i++)
 		printf("  e.g. %s: %s\n", r->examples[i].func, attach_error(r->examples[i].err));
-	printf("attach ms: total %.3f  per link p50 %.3f  p99 %.3f  max %.3f\n",
-	       r->attach_total, a.p50, a.p99, a.max);
-	printf("detach ms: total %.3f  per link p50 %.3f  p99 %.3f  max %.3f  (fast detach: %s)\n",
-	       r->detach_total, d.p50, d.p99, d.max,
+	printf("attach ms: total %.3f  per %s p50 %.3f  p99 %.3f  max %.3f\n",
+	       r->attach_total, r->o.multi ? "round" : "link", a.p50, a.p99, a.max);
+	printf("detach ms: total %.3f  per %s p50 %.3f  p99 %.3f  max %.3f  (fast detach: %s)\n",
+	       r->detach_total, r->o.multi ? "round" : "link", d.p50, d.p99, d.max,
 	       fast < 0 ? "no knob" : fast ? "on" : "off");
 	printf("mechanisms:");
 	for (int m = 0; m < NMECH; m++)
 		if (r->mech[m])
 			printf(" %s %ld", kpx_mech_name(m), r->mech[m]);
-	printf("  (from link_info %ld, debugfs %ld, unknown %ld; full regs %ld)\n",
-	       r->src_link_info, r->src_debugfs, r->src_none, r->full_regs);
+	if (r->o.multi)
+		printf("  (from link_info %ld, unknown %ld)\n", r->src_link_info, r->src_none);
+	else
+		printf("  (from link_info %ld, debugfs %ld, unknown %ld; full regs %ld)\n",
+		       r->src_link_info, r->src_debugfs, r->src_none, r->full_regs);
 	printf("kpctl: %ld function(s) hit while attached, %llu hit(s)\n", r->functions_hit,
 	       (unsigned long long)r->hits);
 	if (r->late_runs < 0)
@@ -765,6 +938,7 @@ static void free_links(struct links_run *r)
 {
 	for (int i = 0; i < r->attached; i++)
 		bpf_link__destroy(r->probes[i].link);
+	bpf_link__destroy(r->mlink);
 	free(r->cands);
 	free(r->probes);
 	free(r->attach_ms);
@@ -777,7 +951,7 @@ static int load_links_skel(struct links_run *r)
 	r->skel = open_skel();
 	if (!r->skel)
 		return -1;
-	return load_skel(r->skel, "kpctl_links", NULL);
+	return load_skel(r->skel, r->o.multi ? "kpctl_links_multi" : "kpctl_links", NULL);
 }
 
 int cmd_links(int argc, char **argv)
@@ -795,20 +969,26 @@ int cmd_links(int argc, char **argv)
 	if (require_kprobes() || get_candidates(r) || load_links_skel(r))
 		goto out;
 	r->probes = calloc(r->o.n, sizeof(*r->probes));
-	r->attach_ms = calloc(r->o.n, sizeof(double));
-	r->detach_ms = calloc(r->o.n, sizeof(double));
+	r->attach_ms = calloc(r->o.multi ? r->o.rounds : r->o.n, sizeof(double));
+	r->detach_ms = calloc(r->o.multi ? r->o.rounds : r->o.n, sizeof(double));
 	if (!r->probes || !r->attach_ms || !r->detach_ms) {
 		errx("out of memory");
 		goto out;
 	}
-	attach_links(r);
-	if (!r->interrupted && !stop_requested) {
+	if (r->o.multi)
+		attach_multi(r);
+	else
+		attach_links(r);
+	if (!r->interrupted && !stop_requested && r->attached) {
 		if (r->o.control)
 			__atomic_store_n(&r->skel->bss->links_dead, 1, __ATOMIC_SEQ_CST);
 		activity(r->o.trigger_ms);
 		if (r->o.hold_ms > 0 && !stop_requested)
 			usleep(r->o.hold_ms * 1e3);
-		note_mechanisms(r);
+		if (r->o.multi)
+			note_mechanisms_multi(r);
+		else
+			note_mechanisms(r);
 	}
 	detach_links(r);
 	r->listed_after_detach = count_listed_kprobes();
@@ -825,8 +1005,15 @@ int cmd_links(int argc, char **argv)
 	}
 	if (late_check(r) == 0 && !stop_requested)
 		ret = r->late_runs ? EXIT_FAIL : EXIT_OK;
-	a = kpx_percentiles(r->attach_ms, r->attached);
-	d = kpx_percentiles(r->detach_ms, r->attached);
+	if (r->o.multi) {	/* the rounds' sums, without the activity */
+		r->attach_total = r->detach_total = 0;
+		for (int i = 0; i < r->nrounds; i++) {
+			r->attach_total += r->attach_ms[i];
+			r->detach_total += r->detach_ms[i];
+		}
+	}
+	a = kpx_percentiles(r->attach_ms, r->o.multi ? r->nrounds : r->attached);
+	d = kpx_percentiles(r->detach_ms, r->o.multi ? r->nrounds : r->attached);
 	if (env.json)
 		print_links_json(r, a, d);
 	else

@@ -81,6 +81,9 @@ bad "bad probe 'bad spec'" attach "bad spec"
 bad "bad probe" attach $'ctl\x01"quote\xff'
 bad "links: unexpected argument 'extra'" links extra
 bad "bad value '0' for -n" links -n 0
+bad "links: --rounds needs --multi" links --rounds 2
+bad "bad value '0' for -R" links --multi --rounds 0
+bad "bad value '1.5' for -R" links --multi -R 1.5
 bad "stress: unexpected argument 'extra'" stress extra
 bad "regs: want exactly one SPEC" regs
 bad "explain: want a FUNC" explain

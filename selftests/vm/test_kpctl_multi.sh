@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# kpctl links --multi: one BPF kprobe_multi link over N kernel functions.
+# The mechanism of every address (bpf_link_info.kprobe_multi.mechanisms),
+# hits, no program run after detach and a grace period (and a negative
+# control that must report some), the functions unpatched soon after the
+# detach (the deferred unregistration ran), the detach time against the
+# synchronous one (kprobes-fast-detach=0) in the same boot, kretprobe.multi,
+# bpftool's view of a held link, bad usage.
+. "$(dirname "$0")/../lib.sh"
+. "$SITES"
+F=$GETPGID_FUNC
+FAST=/proc/sys/debug/kprobes-fast-detach
+ENABLED=/sys/kernel/tracing/enabled_functions
+
+[ -r "$ENABLED" ] || fail "$ENABLED not readable"
+[ -w "$FAST" ] || fail "$FAST missing: not our kernel"
+[ "$(cat "$FAST")" = 1 ] || fail "$FAST is $(cat "$FAST"), want the default 1"
+
+# The worker unregisters a detached link's fprobe some 10 ms plus two
+# RCU-tasks grace periods after the detach: give it 10 s.
+wait_unpatched() { # WHAT
+	local n
+	for _ in $(seq 100); do
+		n=$(grep -c . "$ENABLED")
+		[ "$n" = 0 ] && return 0
+		sleep 0.1
+	done
+	fail "$1: $n function(s) still in enabled_functions 10 s after the detach: $(head -3 "$ENABLED")"
+}
+
+check_multi() { # JSON N ROUNDS WHAT
+	local json=$1 n=$2 rounds=$3 what=$4 l
+	int() { json_int "$json" "$1"; }
+	num() { json_num "$json" "$1"; }
+	assert_eq "$(json_bool "$json" .multi)" true "$what: multi"
+	assert_eq "$(int .rounds)" "$rounds" "$what: rounds"
+	assert_eq "$(int .attached)" "$n" "$what: attached"
+	assert_eq "$(int .attach_failures)" 0 "$what: attach failures"
+	assert_eq "$(int .attach_ms.n)" "$rounds" "$what: attach times"
+	assert_eq "$(int .detach_ms.n)" "$rounds" "$what: detach times"
+	assert_eq "$(int .late_runs)" 0 "$what: late runs"
+	assert_eq "$(int .late_check.flagged)" 0 "$what: runs that saw the dead flag"
+	# Every address of the link is a function entry run by its fprobe.
+	assert_eq "$(int .mechanisms.ftrace)" "$n" "$what: ftrace at every address"
+	assert_eq "$(int '[.mechanisms[]] | add')" "$n" "$what: mechanisms add up"
+	assert_eq "$(int .mechanism_sources.link_info)" "$n" "$what: mechanisms from link_info"
+	assert_eq "$(jq -c .full_regs_count <<< "$json")" null "$what: full_regs_count"
+	assert_num "$(int .functions_hit)" '>' 0 "$what: functions hit"
+	jq -e --arg f "$F" '.functions_hit_sample | index($f) != null' <<< "$json" > /dev/null ||
+		fail "$what: $F (first candidate) not hit"
+	for l in attach_ms detach_ms; do
+		assert_num "$(num .$l.p50)" '<=' "$(num .$l.p99)" "$what: $l p50 <= p99"
+		assert_num "$(num .$l.p99)" '<=' "$(num .$l.max)" "$what: $l p99 <= max"
+		assert_num "$(num .$l.max)" '<=' "$(num .$l.sum)" "$what: $l max <= sum"
+	done
+}
+
+start=$(date +%s)
+wait_unpatched "before"
+
+json=$(kpctl_j links --multi -n 1000 --rounds 10 --trigger 200 --late 300) ||
+	fail "links --multi -n 1000: $json"
+note "$json"
+check_multi "$json" 1000 10 "multi -n 1000"
+fast_p99=$(json_num "$json" .detach_ms.p99)
+jq -r '"# 1000 functions, 10 rounds: attach ms p50 \(.attach_ms.p50) p99 \(.attach_ms.p99);" +
+	" detach ms p50 \(.detach_ms.p50) p99 \(.detach_ms.p99)"' <<< "$json"
+wait_unpatched "multi -n 1000"
+
+json=$(kpctl_j links --multi -n 100 --kretprobe --rounds 3 --trigger 100 --late 200) ||
+	fail "links --multi --kretprobe: $json"
+note "$json"
+assert_eq "$(json_bool "$json" .kretprobe)" true "kretprobe.multi run"
+check_multi "$json" 100 3 "kretprobe.multi"
+wait_unpatched "kretprobe.multi"
+
+# The synchronous detach (RCU tasks rude and RCU tasks in the closing task),
+# same boot: what the fast detach saves, and as clean.
+echo 0 > "$FAST"
+json=$(kpctl_j links --multi -n 1000 --rounds 3 --trigger 100 --late 200)
+rc=$?
+echo 1 > "$FAST"
+[ $rc = 0 ] || fail "links --multi, fast detach off: $json"
+note "$json"
+assert_eq "$(json_int "$json" .fast_detach)" 0 "fast_detach reported"
+check_multi "$json" 1000 3 "multi, fast detach off"
+slow_p50=$(json_num "$json" .detach_ms.p50)
+note "detach of one link over 1000 functions: fast p99 $fast_p99 ms, synchronous p50 $slow_p50 ms"
+assert_num "$(awk -v a="$fast_p99" 'BEGIN { print a * 20 }')" '<' "$slow_p50" \
+	"fast detach p99 x 20 below the synchronous p50"
+wait_unpatched "fast detach off"
+
+# bpftool shows the held link, a mechanism per function.
+# Held for up to 60 s; Ctrl-C ends it once checked (it then detaches, exit 1).
+"$KPCTL" links --multi -n 20 --trigger 0 --hold 60000 --late 50 > /tmp/multi.out 2>&1 &
+pid=$!
+bt=""
+for _ in $(seq 60); do
+	bt=$("$BPFTOOL" -j link show 2>/dev/null |
+		jq -c '[.[] | select(.type == "kprobe_multi")]' 2>/dev/null)
+	[ "$(jq length <<< "${bt:-[]}")" -ge 1 ] && break
+	sleep 0.1
+done
+[ "$(jq length <<< "${bt:-[]}")" = 1 ] || fail "bpftool: want one kprobe_multi link, got: $bt"
+note "$bt"
+assert_eq "$(json_int "$bt" '.[0].func_cnt')" 20 "bpftool: func_cnt"
+assert_eq "$(json_int "$bt" '[.[0].funcs[] | select(.mechanism == "ftrace")] | length')" 20 \
+	"bpftool: mechanism ftrace per function"
+plain=$("$BPFTOOL" link show 2>&1)
+assert_match "$plain" "kprobe.multi  func_cnt 20" "bpftool plain: the link"
+assert_match "$plain" "mechanism" "bpftool plain: mechanism column"
+[ "$(grep -c ' ftrace ' <<< "$plain")" -ge 20 ] || fail "bpftool plain: 20 ftrace rows: $plain"
+kill -INT $pid
+wait $pid
+rc=$?
+assert_eq $rc 1 "links --multi --hold: exit status after Ctrl-C ($(cat /tmp/multi.out))"
+wait_unpatched "held link"
+
+# The negative control: the dead flag set while attached must be caught.
+assert_rc 1 kpctl_j links --multi -n 5 --control --late 50
+json=$(sed -n '/^{/p' <<< "$out")
+[ -n "$json" ] || fail "negative control: no JSON in: $out"
+assert_num "$(json_int "$json" .late_runs)" '>' 0 "negative control: late runs"
+assert_match "$out" "as the negative control wants" "negative control message"
+wait_unpatched "negative control"
+
+assert_rc 2 "$KPCTL" links --rounds 2
+assert_match "$out" "--rounds needs --multi" "--rounds without --multi"
+assert_rc 2 "$KPCTL" links --multi --rounds 0
+assert_rc 2 "$KPCTL" links --multi --rounds 1.5
+assert_rc 2 "$KPCTL" links --multi -n 0
+note "$(( $(date +%s) - start )) s"
