@@ -5,6 +5,7 @@
  * attach mechanisms and not the programs.
  * - bench_kprobe: BPF kprobe (int3, jump optprobe, callopt, ftrace entry)
  * - bench_kretprobe: BPF kretprobe
+ * - bench_kprobe_multi: a kprobe_multi link over the one function (fprobe)
  * - bench_fentry: BPF fentry (trampoline), the reference point; its target
  *   is set by the loader (bpf_program__set_attach_target)
  */
@@ -39,6 +40,12 @@ int bench_kprobe(struct pt_regs *ctx)
 
 SEC("kretprobe")
 int bench_kretprobe(struct pt_regs *ctx)
+{
+	return count_hit();
+}
+
+SEC("kprobe.multi")
+int bench_kprobe_multi(struct pt_regs *ctx)
 {
 	return count_hit();
 }

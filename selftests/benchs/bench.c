@@ -270,6 +270,7 @@ static void load_skels(const char *func)
 		die("cannot open the BPF object: %s", strerror(errno));
 	bpf_program__set_autoload(fskel->progs.bench_kprobe, false);
 	bpf_program__set_autoload(fskel->progs.bench_kretprobe, false);
+	bpf_program__set_autoload(fskel->progs.bench_kprobe_multi, false);
 	bpf_program__set_autoload(fskel->progs.bench_read_text, false);
 	err = bpf_program__set_attach_target(fskel->progs.bench_fentry, 0, func);
 	if (!err)
@@ -309,12 +310,13 @@ static unsigned long long hits_of(struct bench_bpf *s)
 	return sum;
 }
 
-enum kind { K_NONE, K_KPROBE, K_KRETPROBE, K_FENTRY };
+enum kind { K_NONE, K_KPROBE, K_KRETPROBE, K_FENTRY, K_MULTI };
 
 struct link {
 	struct bpf_link *link;
 	unsigned long long addr;
 	bool ret;
+	const char *multi_func;	/* K_MULTI: the one function of the link */
 };
 
 static int attach(enum kind kind, const char *func, unsigned long off, struct link *l)
@@ -332,6 +334,14 @@ static int attach(enum kind kind, const char *func, unsigned long off, struct li
 			return -ENOTSUP;
 		l->link = bpf_program__attach_trace(fskel->progs.bench_fentry);
 		return l->link ? 0 : -errno;
+	case K_MULTI: {
+		LIBBPF_OPTS(bpf_kprobe_multi_opts, mopts, .syms = &func, .cnt = 1);
+
+		l->link = bpf_program__attach_kprobe_multi_opts(skel->progs.bench_kprobe_multi,
+								NULL, &mopts);
+		l->multi_func = func;
+		return l->link ? 0 : -errno;
+	}
 	default:
 		l->link = bpf_program__attach_kprobe_opts(kind == K_KRETPROBE ?
 							  skel->progs.bench_kretprobe :
@@ -353,12 +363,51 @@ static void detach(struct link *l)
 	l->link = NULL;
 }
 
+/* K_MULTI: what the kernel reports for the link's one address. */
+static const char *multi_mech(struct link *l)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info), mech = 0;
+	__u64 addr = 0;
+	const char *name;
+
+	info.kprobe_multi.addrs = (__u64)(unsigned long)&addr;
+	info.kprobe_multi.mechanisms = (__u64)(unsigned long)&mech;
+	info.kprobe_multi.count = 1;
+	if (bpf_link_get_info_by_fd(bpf_link__fd(l->link), &info, &len))
+		return "error";
+	name = kpx_link_mech_name(mech);
+	return name ? name : "unreported";
+}
+
+/*
+ * K_MULTI: whether ftrace still calls an ops at @func (enabled_functions).
+ * A kprobe_multi link's fprobe may stay registered, doing nothing, for a
+ * while after the detach; the next configuration must not pay for it.
+ */
+static bool func_enabled(const char *f)
+{
+	FILE *fp = fopen("/sys/kernel/tracing/enabled_functions", "r");
+	size_t n = strlen(f);
+	char line[512];
+	bool found = false;
+
+	if (!fp)
+		return false;
+	while (!found && fgets(line, sizeof(line), fp))
+		found = !strncmp(line, f, n) && line[n] == ' ';
+	fclose(fp);
+	return found;
+}
+
 static const char *mech_of(enum kind kind, struct link *l)
 {
 	if (kind == K_NONE)
 		return "none";
 	if (kind == K_FENTRY)
 		return "fentry";
+	if (kind == K_MULTI)
+		return l->link ? multi_mech(l) : "none";
 	return mechanism_at(l->addr, l->ret);
 }
 
@@ -438,6 +487,7 @@ static const struct cfg cfgs[] = {
 	{ "ours-entry", "our entry path", K_KPROBE, S_ENTRY, { 1, 1, -1 }, "ftrace" },
 	{ "kretprobe-entry", "kretprobe", K_KRETPROBE, S_ENTRY, { 1, 1, -1 }, "ftrace" },
 	{ "fentry-entry", "BPF fentry", K_FENTRY, S_ENTRY, { 1, 1, -1 }, "fentry" },
+	{ "multi-entry", "kprobe_multi link (fprobe)", K_MULTI, S_ENTRY, { 1, 1, -1 }, "ftrace" },
 };
 #define NCFGS (sizeof(cfgs) / sizeof(cfgs[0]))
 
@@ -507,9 +557,18 @@ static double teardown_cfg(const struct cfg *c, struct link *l)
 	unsigned long long addr = l->addr;
 	double ms = 0;
 
+	const char *mf = l->multi_func;
+
 	detach(l);
 	if (addr)
 		ms = wait_gone(addr, c->site != S_ENTRY, 60000);
+	if (mf) {
+		long long t0 = now_ns();
+
+		while (func_enabled(mf) && now_ns() - t0 < 60000000000LL)
+			sleep_ms(5);
+		ms = func_enabled(mf) ? -1 : (now_ns() - t0) / 1e6;
+	}
 	if (ms < 0)
 		note("%s: the probe at 0x%llx was not freed within 60 s", c->id, addr);
 	restore_knobs();
