@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "common.h"
 #include "kpctl.skel.h"
@@ -44,13 +45,14 @@ struct attach_result {
 	double detach_ms;
 	long cost_calls;
 	double base_ns;		/* ns per getpgid() call without probes */
+	bool multi;		/* one kprobe_multi link (--multi) */
 };
 
 /* null when the mechanism itself is unknown */
 static void json_full_regs(struct kpx_json *w, const struct probe *p)
 {
 	jw_name(w, "full_regs");
-	if (!p->mech_source || !strcmp(p->mech_source, "none"))
+	if (p->multi || !p->mech_source || !strcmp(p->mech_source, "none"))
 		jw_null(w);
 	else
 		jw_bool(w, p->full_regs);
@@ -60,13 +62,14 @@ static void print_json(struct probe *probes, int n, const struct attach_result *
 {
 	struct kpx_json *w = json_begin();
 
+	jw_string_field(w, "link", r->multi ? "kprobe_multi" : "perf_event");
 	jw_object_field(w, "attach_ms");
 	jw_float_field(w, "total", 3, r->attach_ms);
-	jw_int_field(w, "n", n);
+	jw_int_field(w, "n", r->multi ? 1 : n);
 	jw_end_object(w);
 	jw_object_field(w, "detach_ms");
 	jw_float_field(w, "total", 3, r->detach_ms);
-	jw_int_field(w, "n", n);
+	jw_int_field(w, "n", r->multi ? 1 : n);
 	jw_end_object(w);
 	jw_int_field(w, "triggers", r->triggers);
 	if (r->cost_calls) {
@@ -82,6 +85,7 @@ static void print_json(struct probe *probes, int n, const struct attach_result *
 
 		jw_start_object(w);
 		jw_string_field(w, "spec", p->spec);
+		jw_bool_field(w, "multi", p->multi);
 		jw_string_field(w, "func", p->func);
 		jw_uint_field(w, "offset", p->offset);
 		jw_bool_field(w, "retprobe", p->retprobe);
@@ -172,6 +176,11 @@ static void usage_attach(FILE *f)
 "                      process's hits (exact counts for probes in do_getpgid)\n"
 "  -d, --duration S    print hits once a second for S seconds (0: until Ctrl-C)\n"
 "  -w, --wait-opt S    wait up to S seconds for int3 probes to be optimized\n"
+"  -m, --multi         attach all SPECs as one kprobe_multi link\n"
+"                      (bpf_program__attach_kprobe_multi_opts, cookie = the\n"
+"                      SPEC's index): function entries, all FUNC or all\n"
+"                      FUNC%%return; all or none attached; not with --cost\n"
+"                      or --legacy\n"
 "  -l, --legacy        attach as tools do on kernels without the kprobe PMU:\n"
 "                      libbpf's legacy mode, a kprobe event in tracefs\n"
 "                      (kprobe_events) and a perf event on it; one SPEC\n"
@@ -193,10 +202,12 @@ static void usage_attach(FILE *f)
 "  kpctl attach do_getpgid do_getpgid+0x9 --trigger 1000\n"
 "  kpctl attach --wait-opt 2 --cost 20000 __x64_sys_getpgid+0x18\n"
 "  kpctl attach --legacy --trigger 100 __x64_sys_getpgid\n"
+"  kpctl attach --multi --trigger 100 __x64_sys_getpgid do_getpgid\n"
 "  kpctl -j attach vfs_read%%return --duration 5\n");
 }
 
 struct attach_opts {
+	bool multi;
 	long triggers;
 	long duration;
 	double wait_opt;
@@ -211,6 +222,7 @@ static int parse_attach_opts(int argc, char **argv, struct attach_opts *o)
 		{ "wait-opt", required_argument, NULL, 'w' },
 		{ "cost", required_argument, NULL, 'c' },
 		{ "legacy", no_argument, NULL, 'l' },
+		{ "multi", no_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -219,8 +231,11 @@ static int parse_attach_opts(int argc, char **argv, struct attach_opts *o)
 
 	o->duration = -1;
 	optind = 0;
-	while ((c = cmd_getopt(argc, argv, "t:d:w:c:lh", opts)) != -1) {
+	while ((c = cmd_getopt(argc, argv, "t:d:w:c:lmh", opts)) != -1) {
 		switch (c) {
+		case 'm':
+			o->multi = true;
+			break;
 		case 'l':
 			attach_mode = PROBE_ATTACH_MODE_LEGACY;
 			break;
@@ -312,6 +327,106 @@ static int attach_all(struct kpctl_bpf *skel, struct probe *probes, int n,
 	return n;
 }
 
+/*
+ * --multi: every SPEC a function entry of the same kind, in one link. The
+ * name is what the kernel looks up (module functions by their name alone).
+ */
+static int check_multi_specs(struct probe *probes, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct probe *p = &probes[i];
+		const char *colon = strchr(p->func, ':');
+
+		if (p->offset) {
+			errx("attach --multi: '%s': a kprobe_multi link takes function entries "
+			     "only (FUNC or FUNC%%return)", p->spec);
+			return -1;
+		}
+		if (p->retprobe != probes[0].retprobe) {
+			errx("attach --multi: '%s' and '%s': one link is either all entries or "
+			     "all returns", probes[0].spec, p->spec);
+			return -1;
+		}
+		if (colon)
+			memmove(p->func, colon + 1, strlen(colon + 1) + 1);
+		p->multi = true;
+	}
+	return 0;
+}
+
+static struct bpf_link *attach_multi(struct kpctl_bpf *skel, struct probe *probes, int n,
+				     struct attach_result *r)
+{
+	struct bpf_program *prog = probes[0].retprobe ? skel->progs.kpctl_kretprobe_multi
+						      : skel->progs.kpctl_kprobe_multi;
+	const char *syms[n];
+	__u64 cookies[n];
+	struct bpf_link *link;
+	double t0;
+	int err;
+
+	for (int i = 0; i < n; i++) {
+		syms[i] = probes[i].func;
+		cookies[i] = i;
+	}
+	LIBBPF_OPTS(bpf_kprobe_multi_opts, opts, .syms = syms, .cookies = cookies, .cnt = n,
+		    .retprobe = probes[0].retprobe);
+	t0 = kpx_now_ms();
+	link = bpf_program__attach_kprobe_multi_opts(prog, NULL, &opts);
+	err = link ? 0 : -errno;
+	r->attach_ms = kpx_now_ms() - t0;
+	if (err)
+		errx("attach --multi: the kernel refused one kprobe_multi link over %d "
+		     "function(s): %s", n, attach_error(err));
+	return link;
+}
+
+/*
+ * --multi: the address and mechanism of each SPEC, from the link's info. The
+ * kernel sorts the addresses (and the cookies with them): the cookie says
+ * which SPEC an address belongs to.
+ */
+static void multi_mechanisms(struct bpf_link *link, struct probe *probes, int n)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info), mechs[n];
+	__u64 addrs[n], cookies[n];
+
+	memset(mechs, 0, sizeof(mechs));
+	memset(addrs, 0, sizeof(addrs));
+	memset(cookies, 0xff, sizeof(cookies));
+	info.kprobe_multi.addrs = (__u64)(unsigned long)addrs;
+	info.kprobe_multi.cookies = (__u64)(unsigned long)cookies;
+	info.kprobe_multi.mechanisms = (__u64)(unsigned long)mechs;
+	info.kprobe_multi.count = n;
+	for (int i = 0; i < n; i++) {
+		snprintf(probes[i].mechanism, sizeof(probes[i].mechanism), "unknown");
+		probes[i].mech_source = "none";
+	}
+	if (bpf_link_get_info_by_fd(bpf_link__fd(link), &info, &len)) {
+		warnx("attach --multi: cannot read the link's info: %s", strerror(errno));
+		return;
+	}
+	for (int j = 0; j < n; j++) {
+		struct probe *p;
+		const char *name;
+
+		if (cookies[j] >= (__u64)n)
+			continue;
+		p = &probes[cookies[j]];
+		p->addr = addrs[j];
+		p->kmech = mechs[j];
+		name = kpx_link_mech_name(mechs[j]);
+		if (name) {
+			snprintf(p->mechanism, sizeof(p->mechanism), "%s", name);
+			p->mech_source = "link_info";
+		}
+	}
+	for (int i = 0; i < n; i++)
+		snprintf(probes[i].mech_at_attach, sizeof(probes[i].mech_at_attach), "%s",
+			 probes[i].mechanism);
+}
+
 static void watch(struct kpctl_bpf *skel, struct probe *probes, int n,
 		  const struct attach_opts *o)
 {
@@ -341,7 +456,11 @@ static void report_attach(struct probe *probes, int n, const struct attach_resul
 		printf("kpctl: NS/HIT~ is an estimate: extra ns per getpgid() call after "
 		       "attaching the probe (baseline %.0f ns/call, best of 5 x %ld calls), "
 		       "divided by its hits per call\n", r->base_ns, r->cost_calls);
-	printf("kpctl: detached %d probe(s) in %.3f ms\n", n, r->detach_ms);
+	if (r->multi)
+		printf("kpctl: detached the kprobe_multi link over %d function(s) in %.3f ms\n",
+		       n, r->detach_ms);
+	else
+		printf("kpctl: detached %d probe(s) in %.3f ms\n", n, r->detach_ms);
 }
 
 int cmd_attach(int argc, char **argv)
@@ -349,6 +468,7 @@ int cmd_attach(int argc, char **argv)
 	struct attach_opts o = {};
 	struct attach_result r = {};
 	struct kpctl_bpf *skel = NULL;
+	struct bpf_link *mlink = NULL;
 	struct probe *probes;
 	int n, attached, ret = EXIT_FAIL;
 	double t0;
@@ -373,9 +493,17 @@ int cmd_attach(int argc, char **argv)
 		     "probes with an ioctl, which carries no BPF cookie)");
 		return EXIT_USAGE;
 	}
+	if (o.multi && (attach_mode == PROBE_ATTACH_MODE_LEGACY || o.cost_calls)) {
+		errx("attach --multi: not with --%s", o.cost_calls ? "cost" : "legacy");
+		return EXIT_USAGE;
+	}
 	probes = parse_specs(n, argv + optind);
 	if (!probes)
 		return EXIT_USAGE;
+	if (o.multi && check_multi_specs(probes, n)) {
+		free(probes);
+		return EXIT_USAGE;
+	}
 	if (require_kprobes())
 		goto out;
 
@@ -384,8 +512,18 @@ int cmd_attach(int argc, char **argv)
 		goto out;
 	if (o.triggers || o.cost_calls)
 		skel->rodata->target_tgid = getpid();
-	if (load_skel(skel, "kpctl_kprobe", "kpctl_kretprobe", NULL))
+	if (o.multi ? load_skel(skel, "kpctl_kprobe_multi", "kpctl_kretprobe_multi", NULL) :
+		      load_skel(skel, "kpctl_kprobe", "kpctl_kretprobe", NULL))
 		goto out;
+	if (o.multi) {
+		r.multi = true;
+		r.triggers = o.triggers;
+		mlink = attach_multi(skel, probes, n, &r);
+		if (!mlink)
+			goto out;
+		multi_mechanisms(mlink, probes, n);
+		goto attached;
+	}
 
 	r.triggers = o.triggers;
 	r.cost_calls = o.cost_calls;
@@ -404,8 +542,13 @@ int cmd_attach(int argc, char **argv)
 	if (o.cost_calls)
 		reset_counts(skel, n);
 
+attached:
 	if (!env.json) {
-		printf("kpctl: attached %d probe(s) in %.3f ms\n", n, r.attach_ms);
+		if (mlink)
+			printf("kpctl: attached one kprobe_multi link over %d function(s) in "
+			       "%.3f ms\n", n, r.attach_ms);
+		else
+			printf("kpctl: attached %d probe(s) in %.3f ms\n", n, r.attach_ms);
 		print_probes(probes, n, false, false);
 	}
 	for (long i = 0; i < o.triggers && !stop_requested; i++)
@@ -413,11 +556,15 @@ int cmd_attach(int argc, char **argv)
 	if (o.duration >= 0)
 		watch(skel, probes, n, &o);
 	read_counts(skel, probes, n);
-	probe_mechanisms(probes, n);
+	if (mlink)
+		multi_mechanisms(mlink, probes, n);
+	else
+		probe_mechanisms(probes, n);
 	ret = EXIT_OK;
 
 detach:
 	t0 = kpx_now_ms();
+	bpf_link__destroy(mlink);
 	for (int i = 0; i < n; i++)
 		detach_probe(&probes[i]);
 	r.detach_ms = kpx_now_ms() - t0;

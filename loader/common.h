@@ -55,6 +55,7 @@ struct probe {
 	char mech_at_attach[16];	/* the mechanism right after the attach returned */
 	const char *mech_source;	/* "link_info", "debugfs" or "none" */
 	bool full_regs;		/* handlers get a complete pt_regs */
+	bool multi;		/* one address of a kprobe_multi link ('attach --multi') */
 	char flags[64];		/* raw debugfs flags, e.g. "[FTRACE]" */
 	double cost_ns;		/* estimated ns per hit; NAN when not measured */
 };

@@ -3,6 +3,7 @@
  * kpctl's BPF programs:
  * - kpctl_kprobe/kpctl_kretprobe: one program, attached once per probe site
  *   with the probe's slot as BPF cookie, counting hits per slot;
+ *   kpctl_kprobe_multi/kpctl_kretprobe_multi: the same for 'attach --multi';
  * - kpctl_links: attached once per function by 'links' (cookie = index),
  *   counting hits per cookie and runs that happen after every link is gone;
  *   kpctl_links_multi: the same for 'links --multi', in one kprobe_multi link;
@@ -66,6 +67,19 @@ int BPF_KPROBE(kpctl_kprobe)
 
 SEC("kretprobe")
 int BPF_KRETPROBE(kpctl_kretprobe)
+{
+	return count_hit(ctx);
+}
+
+/* 'attach --multi': the same, in one kprobe_multi link (cookie = slot). */
+SEC("kprobe.multi")
+int kpctl_kprobe_multi(struct pt_regs *ctx)
+{
+	return count_hit(ctx);
+}
+
+SEC("kretprobe.multi")
+int kpctl_kretprobe_multi(struct pt_regs *ctx)
 {
 	return count_hit(ctx);
 }

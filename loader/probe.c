@@ -322,7 +322,8 @@ int load_skel(struct kpctl_bpf *skel, ...)
 /* "full", "partial", or "?" when the mechanism itself is unknown. */
 const char *regs_word(const struct probe *p)
 {
-	if (!p->mech_source || !strcmp(p->mech_source, "none"))
+	/* A kprobe_multi link reports no register flag. */
+	if (p->multi || !p->mech_source || !strcmp(p->mech_source, "none"))
 		return "?";
 	return p->full_regs ? "full" : "partial";
 }
