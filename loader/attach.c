@@ -202,7 +202,7 @@ static void usage_attach(FILE *f)
 "  kpctl attach do_getpgid do_getpgid+0x9 --trigger 1000\n"
 "  kpctl attach --wait-opt 2 --cost 20000 __x64_sys_getpgid+0x18\n"
 "  kpctl attach --legacy --trigger 100 __x64_sys_getpgid\n"
-"  kpctl attach --multi --trigger 100 __x64_sys_getpgid do_getpgid\n"
+"  kpctl attach --multi --trigger 100 __x64_sys_getpgid pid_vnr\n"
 "  kpctl -j attach vfs_read%%return --duration 5\n");
 }
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# kpctl links --multi: one BPF kprobe_multi link over N kernel functions.
+# kpctl links --multi and attach --multi: one BPF kprobe_multi link over N kernel functions.
 # The mechanism of every address (bpf_link_info.kprobe_multi.mechanisms),
 # hits, no program run after detach and a grace period (and a negative
 # control that must report some), the functions unpatched soon after the
 # detach (the deferred unregistration ran), the detach time against the
 # synchronous one (kprobes-fast-detach=0) in the same boot, kretprobe.multi,
-# bpftool's view of a held link, bad usage.
+# bpftool's view of a held link, attach --multi (also on module functions,
+# which must unload right after), bad usage.
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
@@ -123,6 +124,49 @@ json=$(sed -n '/^{/p' <<< "$out")
 assert_num "$(json_int "$json" .late_runs)" '>' 0 "negative control: late runs"
 assert_match "$out" "as the negative control wants" "negative control message"
 wait_unpatched "negative control"
+
+# attach --multi: one link over two SPECs, matched back by cookie.
+# pid_vnr: getpgid(0) calls it once; other calls in kpctl may add some.
+json=$(kpctl_j attach --multi --trigger 100 "$F" pid_vnr) ||
+	fail "attach --multi: $json"
+note "$json"
+assert_eq "$(json_str "$json" .link)" kprobe_multi "attach --multi: link"
+assert_eq "$(json_int "$json" '.probes | length')" 2 "attach --multi: probes"
+for i in 0 1; do
+	p=".probes[$i]"
+	assert_eq "$(json_bool "$json" $p.multi)" true "attach --multi $i: multi"
+	assert_eq "$(json_str "$json" $p.mechanism)" ftrace "attach --multi $i: mechanism"
+	assert_eq "$(json_str "$json" $p.mechanism_source)" link_info "attach --multi $i: source"
+	assert_eq "$(jq -c $p.full_regs <<< "$json")" null "attach --multi $i: full_regs"
+	[ "$(json_str "$json" $p.addr)" != 0x0 ] || fail "attach --multi $i: no address"
+done
+assert_eq "$(json_str "$json" .probes[0].spec)" "$F" "attach --multi: first SPEC"
+assert_eq "$(json_int "$json" .probes[0].hits)" 100 "attach --multi: $F hits"
+assert_num "$(json_int "$json" .probes[1].hits)" '>=' 100 "attach --multi: pid_vnr hits"
+json=$(kpctl_j attach --multi --trigger 50 "$F%return") || fail "attach --multi %return: $json"
+assert_eq "$(json_int "$json" .probes[0].hits)" 50 "attach --multi %return: hits"
+wait_unpatched "attach --multi"
+assert_rc 1 kpctl_j attach --multi "$F" no_such_function_kpx
+assert_match "$out" "refused one kprobe_multi link over 2" "attach --multi: refused"
+assert_rc 2 kpctl_j attach --multi "$F+4"
+assert_match "$out" "function entries only" "attach --multi FUNC+OFF"
+assert_rc 2 kpctl_j attach --multi "$F" "$F%return"
+assert_rc 2 kpctl_j attach --multi --cost 10 "$F"
+wait_unpatched "attach --multi errors"
+
+# A link on module functions holds the module until its fprobe is gone:
+# it detaches synchronously, so the module unloads right after.
+insmod "$MODDIR/kpx_targets.ko" || fail "insmod kpx_targets"
+json=$(kpctl_j attach --multi --duration 1 kpx_targets:kpx_target_entry kpx_targets:kpx_target_single)
+rc=$?
+rmmod kpx_targets || fail "rmmod right after the detach of a kprobe_multi link on its functions"
+[ $rc = 0 ] || fail "attach --multi on module functions: $json"
+note "$(jq -c '[.probes[] | {spec, mechanism, hits}]' <<< "$json")"
+for i in 0 1; do
+	assert_num "$(json_int "$json" .probes[$i].hits)" '>' 0 "module function $i: hits"
+	assert_eq "$(json_str "$json" .probes[$i].mechanism)" ftrace "module function $i: mechanism"
+done
+wait_unpatched "module link"
 
 assert_rc 2 "$KPCTL" links --rounds 2
 assert_match "$out" "--rounds needs --multi" "--rounds without --multi"
