@@ -125,6 +125,19 @@ kpctl_j() { # ARGS...
 	printf '%s\n' "$o"
 	return $rc
 }
+# kpctl links (-j) JSON: the activity hit something, FUNC (the first
+# candidate) among it, and each latency's p50 <= p99 <= max <= sum.
+assert_links_json() { # JSON FUNC WHAT
+	local json=$1 f=$2 what=$3 l
+	assert_num "$(json_int "$json" .functions_hit)" '>' 0 "$what: functions hit"
+	jq -e --arg f "$f" '.functions_hit_sample | index($f) != null' <<< "$json" > /dev/null ||
+		fail_test "$what: $f (first candidate) not hit"
+	for l in attach_ms detach_ms; do
+		assert_num "$(json_num "$json" .$l.p50)" '<=' "$(json_num "$json" .$l.p99)" "$what: $l p50 <= p99"
+		assert_num "$(json_num "$json" .$l.p99)" '<=' "$(json_num "$json" .$l.max)" "$what: $l p99 <= max"
+		assert_num "$(json_num "$json" .$l.max)" '<=' "$(json_num "$json" .$l.sum)" "$what: $l max <= sum"
+	done
+}
 assert_no_kprobes() {
 	local left i
 	for i in $(seq 100); do

@@ -30,9 +30,8 @@ wait_unpatched() { # WHAT
 }
 
 check_multi() { # JSON N ROUNDS WHAT
-	local json=$1 n=$2 rounds=$3 what=$4 l
+	local json=$1 n=$2 rounds=$3 what=$4
 	int() { json_int "$json" "$1"; }
-	num() { json_num "$json" "$1"; }
 	assert_eq "$(json_bool "$json" .multi)" true "$what: multi"
 	assert_eq "$(int .rounds)" "$rounds" "$what: rounds"
 	assert_eq "$(int .attached)" "$n" "$what: attached"
@@ -46,14 +45,7 @@ check_multi() { # JSON N ROUNDS WHAT
 	assert_eq "$(int '[.mechanisms[]] | add')" "$n" "$what: mechanisms add up"
 	assert_eq "$(int .mechanism_sources.link_info)" "$n" "$what: mechanisms from link_info"
 	assert_eq "$(jq -c .full_regs_count <<< "$json")" null "$what: full_regs_count"
-	assert_num "$(int .functions_hit)" '>' 0 "$what: functions hit"
-	jq -e --arg f "$F" '.functions_hit_sample | index($f) != null' <<< "$json" > /dev/null ||
-		fail "$what: $F (first candidate) not hit"
-	for l in attach_ms detach_ms; do
-		assert_num "$(num .$l.p50)" '<=' "$(num .$l.p99)" "$what: $l p50 <= p99"
-		assert_num "$(num .$l.p99)" '<=' "$(num .$l.max)" "$what: $l p99 <= max"
-		assert_num "$(num .$l.max)" '<=' "$(num .$l.sum)" "$what: $l max <= sum"
-	done
+	assert_links_json "$json" "$F" "$what"
 }
 
 start=$(date +%s)
