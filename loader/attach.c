@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "common.h"
 #include "kpctl.skel.h"
@@ -388,22 +387,15 @@ static struct bpf_link *attach_multi(struct kpctl_bpf *skel, struct probe *probe
  */
 static void multi_mechanisms(struct bpf_link *link, struct probe *probes, int n)
 {
-	struct bpf_link_info info = {};
-	__u32 len = sizeof(info), mechs[n];
+	__u32 mechs[n];
 	__u64 addrs[n], cookies[n];
 
-	memset(mechs, 0, sizeof(mechs));
-	memset(addrs, 0, sizeof(addrs));
 	memset(cookies, 0xff, sizeof(cookies));
-	info.kprobe_multi.addrs = (__u64)(unsigned long)addrs;
-	info.kprobe_multi.cookies = (__u64)(unsigned long)cookies;
-	info.kprobe_multi.mechanisms = (__u64)(unsigned long)mechs;
-	info.kprobe_multi.count = n;
 	for (int i = 0; i < n; i++) {
 		snprintf(probes[i].mechanism, sizeof(probes[i].mechanism), "unknown");
 		probes[i].mech_source = "none";
 	}
-	if (bpf_link_get_info_by_fd(bpf_link__fd(link), &info, &len)) {
+	if (multi_link_info(link, n, addrs, cookies, mechs)) {
 		warnx("attach --multi: cannot read the link's info: %s", strerror(errno));
 		return;
 	}

@@ -528,17 +528,27 @@ static bool fatal_error(int err)
 	       err == -EACCES || err == -ENOSPC;
 }
 
-static int attach_links(struct links_run *r)
+/*
+ * The order candidates are tried in: 0, s, 2s, ... (mod m), s coprime to m,
+ * which visits every candidate once and spreads the first N evenly.
+ */
+static size_t cand_stride(const struct links_run *r)
 {
-	struct bpf_program *prog = r->skel->progs.kpctl_links;
 	size_t m = r->ncands, stride = m / r->o.n;
-	double t0 = kpx_now_ms();
 
 	if (stride < 1)
 		stride = 1;
 	while (kpx_gcd(stride, m) != 1)
 		stride++;
-	/* Visits every candidate once: 0, s, 2s, ... (mod m), s coprime to m. */
+	return stride;
+}
+
+static int attach_links(struct links_run *r)
+{
+	struct bpf_program *prog = r->skel->progs.kpctl_links;
+	size_t m = r->ncands, stride = cand_stride(r);
+	double t0 = kpx_now_ms();
+
 	for (size_t k = 0; k < m && r->attached < r->o.n; k++) {
 		struct cand *c = &r->cands[(k * stride) % m];
 		struct probe *p = &r->probes[r->attached];
@@ -595,15 +605,11 @@ static int attach_links(struct links_run *r)
 static int attach_multi(struct links_run *r)
 {
 	struct bpf_program *prog = r->skel->progs.kpctl_links_multi;
-	size_t m = r->ncands, stride = m / r->o.n, k;
+	size_t m = r->ncands, stride = cand_stride(r), k;
 	const char **syms;
 	__u64 *cookies;
 	int n = 0, err = 0;
 
-	if (stride < 1)
-		stride = 1;
-	while (kpx_gcd(stride, m) != 1)
-		stride++;
 	syms = calloc(r->o.n, sizeof(*syms));
 	cookies = calloc(r->o.n, sizeof(*cookies));
 	if (!syms || !cookies) {
@@ -671,10 +677,8 @@ out:
 /* --multi: the mechanism of each address, from bpf_link_info.kprobe_multi. */
 static void note_mechanisms_multi(struct links_run *r)
 {
-	struct bpf_link_info info = {};
-	__u32 len = sizeof(info), *mechs;
+	__u32 *mechs;
 	__u64 *addrs;
-	int err;
 
 	mechs = calloc(r->attached, sizeof(*mechs));
 	addrs = calloc(r->attached, sizeof(*addrs));
@@ -682,11 +686,7 @@ static void note_mechanisms_multi(struct links_run *r)
 		errx("out of memory");
 		goto out;
 	}
-	info.kprobe_multi.addrs = (__u64)(unsigned long)addrs;
-	info.kprobe_multi.mechanisms = (__u64)(unsigned long)mechs;
-	info.kprobe_multi.count = r->attached;
-	err = bpf_link_get_info_by_fd(bpf_link__fd(r->mlink), &info, &len);
-	if (err) {
+	if (multi_link_info(r->mlink, r->attached, addrs, NULL, mechs)) {
 		warnx("links: cannot read the link's info: %s", strerror(errno));
 		r->src_none += r->attached;
 		r->mech[KPX_MECH_UNKNOWN] += r->attached;

@@ -229,6 +229,27 @@ int attach_probe(struct bpf_program *prog, struct probe *p, int slot)
 	return 0;
 }
 
+/*
+ * A kprobe_multi link's addresses (sorted by the kernel), their cookies
+ * (@cookies may be NULL) and mechanisms, @n of each. @addrs and @mechs are
+ * zeroed first: a kernel that does not report mechanisms leaves them 0.
+ * 0, or -1 with errno set.
+ */
+int multi_link_info(struct bpf_link *link, __u32 n, __u64 *addrs, __u64 *cookies,
+		    __u32 *mechs)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+
+	memset(addrs, 0, n * sizeof(*addrs));
+	memset(mechs, 0, n * sizeof(*mechs));
+	info.kprobe_multi.addrs = (__u64)(unsigned long)addrs;
+	info.kprobe_multi.cookies = (__u64)(unsigned long)cookies;
+	info.kprobe_multi.mechanisms = (__u64)(unsigned long)mechs;
+	info.kprobe_multi.count = n;
+	return bpf_link_get_info_by_fd(bpf_link__fd(link), &info, &len) ? -1 : 0;
+}
+
 void detach_probe(struct probe *p)
 {
 	bpf_link__destroy(p->link);
