@@ -177,9 +177,10 @@ static void usage_attach(FILE *f)
 "  -w, --wait-opt S    wait up to S seconds for int3 probes to be optimized\n"
 "  -m, --multi         attach all SPECs as one kprobe_multi link\n"
 "                      (bpf_program__attach_kprobe_multi_opts, cookie = the\n"
-"                      SPEC's index): function entries, all FUNC or all\n"
-"                      FUNC%%return; all or none attached; not with --cost\n"
-"                      or --legacy\n"
+"                      SPEC's index): all FUNC or FUNC+OFF (an offset is a\n"
+"                      kprobe of the link: bpf_kprobe_multi_opts.offsets), or\n"
+"                      all FUNC%%return; all or none attached; not with\n"
+"                      --cost or --legacy\n"
 "  -l, --legacy        attach as tools do on kernels without the kprobe PMU:\n"
 "                      libbpf's legacy mode, a kprobe event in tracefs\n"
 "                      (kprobe_events) and a perf event on it; one SPEC\n"
@@ -327,8 +328,9 @@ static int attach_all(struct kpctl_bpf *skel, struct probe *probes, int n,
 }
 
 /*
- * --multi: every SPEC a function entry of the same kind, in one link. The
- * name is what the kernel looks up (module functions by their name alone).
+ * --multi: every SPEC an entry or offset (FUNC, FUNC+OFF), or every SPEC a
+ * return (FUNC%return), in one link. The name is what the kernel looks up
+ * (module functions by their name alone).
  */
 static int check_multi_specs(struct probe *probes, int n)
 {
@@ -336,11 +338,6 @@ static int check_multi_specs(struct probe *probes, int n)
 		struct probe *p = &probes[i];
 		const char *colon = strchr(p->func, ':');
 
-		if (p->offset) {
-			errx("attach --multi: '%s': a kprobe_multi link takes function entries "
-			     "only (FUNC or FUNC%%return)", p->spec);
-			return -1;
-		}
 		if (p->retprobe != probes[0].retprobe) {
 			errx("attach --multi: '%s' and '%s': one link is either all entries or "
 			     "all returns", probes[0].spec, p->spec);
@@ -358,6 +355,8 @@ static struct bpf_link *attach_multi(struct kpctl_bpf *skel, struct probe *probe
 {
 	struct bpf_program *prog = probes[0].retprobe ? skel->progs.kpctl_kretprobe_multi
 						      : skel->progs.kpctl_kprobe_multi;
+	unsigned long offsets[n];
+	bool any_offset = false;
 	const char *syms[n];
 	__u64 cookies[n];
 	struct bpf_link *link;
@@ -367,9 +366,12 @@ static struct bpf_link *attach_multi(struct kpctl_bpf *skel, struct probe *probe
 	for (int i = 0; i < n; i++) {
 		syms[i] = probes[i].func;
 		cookies[i] = i;
+		offsets[i] = probes[i].offset;
+		any_offset |= offsets[i] != 0;
 	}
+	/* Without an offset, what any kernel with kprobe_multi takes. */
 	LIBBPF_OPTS(bpf_kprobe_multi_opts, opts, .syms = syms, .cookies = cookies, .cnt = n,
-		    .retprobe = probes[0].retprobe);
+		    .retprobe = probes[0].retprobe, .offsets = any_offset ? offsets : NULL);
 	t0 = kpx_now_ms();
 	link = bpf_program__attach_kprobe_multi_opts(prog, NULL, &opts);
 	err = link ? 0 : -errno;
@@ -414,9 +416,14 @@ static void multi_mechanisms(struct bpf_link *link, struct probe *probes, int n)
 			p->mech_source = "link_info";
 		}
 	}
+}
+
+static bool multi_settled(struct probe *probes, int n)
+{
 	for (int i = 0; i < n; i++)
-		snprintf(probes[i].mech_at_attach, sizeof(probes[i].mech_at_attach), "%s",
-			 probes[i].mechanism);
+		if (!mechanism_settled(&probes[i]))
+			return false;
+	return true;
 }
 
 static void watch(struct kpctl_bpf *skel, struct probe *probes, int n,
@@ -514,6 +521,16 @@ int cmd_attach(int argc, char **argv)
 		if (!mlink)
 			goto out;
 		multi_mechanisms(mlink, probes, n);
+		for (int i = 0; i < n; i++)
+			snprintf(probes[i].mech_at_attach, sizeof(probes[i].mech_at_attach), "%s",
+				 probes[i].mechanism);
+		/* Sites at an offset are kprobes: the optimizer may take them. */
+		t0 = kpx_now_ms();
+		while (!multi_settled(probes, n) && kpx_now_ms() - t0 < o.wait_opt * 1e3 &&
+		       !stop_requested) {
+			usleep(20000);
+			multi_mechanisms(mlink, probes, n);
+		}
 		goto attached;
 	}
 

@@ -319,6 +319,8 @@ struct link {
 	const char *multi_func;	/* K_MULTI: the one function of the link */
 };
 
+static void multi_addr(struct link *l, unsigned long long *addr);
+
 static int attach(enum kind kind, const char *func, unsigned long off, struct link *l)
 {
 	LIBBPF_OPTS(bpf_kprobe_opts, opts, .offset = off, .retprobe = kind == K_KRETPROBE);
@@ -335,12 +337,19 @@ static int attach(enum kind kind, const char *func, unsigned long off, struct li
 		l->link = bpf_program__attach_trace(fskel->progs.bench_fentry);
 		return l->link ? 0 : -errno;
 	case K_MULTI: {
-		LIBBPF_OPTS(bpf_kprobe_multi_opts, mopts, .syms = &func, .cnt = 1);
+		/* An offset makes the link's one address a kprobe of the link. */
+		LIBBPF_OPTS(bpf_kprobe_multi_opts, mopts, .syms = &func, .cnt = 1,
+			    .offsets = off ? &off : NULL);
 
 		l->link = bpf_program__attach_kprobe_multi_opts(skel->progs.bench_kprobe_multi,
 								NULL, &mopts);
-		l->multi_func = func;
-		return l->link ? 0 : -errno;
+		if (!l->link)
+			return -errno;
+		if (off)
+			multi_addr(l, &l->addr);
+		else
+			l->multi_func = func;
+		return 0;
 	}
 	default:
 		l->link = bpf_program__attach_kprobe_opts(kind == K_KRETPROBE ?
@@ -363,21 +372,42 @@ static void detach(struct link *l)
 	l->link = NULL;
 }
 
-/* K_MULTI: what the kernel reports for the link's one address. */
-static const char *multi_mech(struct link *l)
+/* K_MULTI: the address and mechanism the kernel reports for the link's one address. */
+static int multi_info(struct link *l, unsigned long long *addr, __u32 *mech)
 {
 	struct bpf_link_info info = {};
-	__u32 len = sizeof(info), mech = 0;
-	__u64 addr = 0;
-	const char *name;
+	__u32 len = sizeof(info);
+	__u64 a = 0;
 
-	info.kprobe_multi.addrs = (__u64)(unsigned long)&addr;
-	info.kprobe_multi.mechanisms = (__u64)(unsigned long)&mech;
+	*mech = 0;
+	info.kprobe_multi.addrs = (__u64)(unsigned long)&a;
+	info.kprobe_multi.mechanisms = (__u64)(unsigned long)mech;
 	info.kprobe_multi.count = 1;
 	if (bpf_link_get_info_by_fd(bpf_link__fd(l->link), &info, &len))
+		return -errno;
+	*addr = a;
+	return 0;
+}
+
+static const char *multi_mech(struct link *l)
+{
+	unsigned long long addr;
+	const char *name;
+	__u32 mech;
+
+	if (multi_info(l, &addr, &mech))
 		return "error";
 	name = kpx_link_mech_name(mech);
 	return name ? name : "unreported";
+}
+
+/* K_MULTI at an offset: the kprobe's address, for teardown_cfg() to wait on. */
+static void multi_addr(struct link *l, unsigned long long *addr)
+{
+	__u32 mech;
+
+	if (multi_info(l, addr, &mech))
+		*addr = 0;
 }
 
 /*
@@ -488,6 +518,8 @@ static const struct cfg cfgs[] = {
 	{ "kretprobe-entry", "kretprobe", K_KRETPROBE, S_ENTRY, { 1, 1, -1 }, "ftrace" },
 	{ "fentry-entry", "BPF fentry", K_FENTRY, S_ENTRY, { 1, 1, -1 }, "fentry" },
 	{ "multi-entry", "kprobe_multi link (fprobe)", K_MULTI, S_ENTRY, { 1, 1, -1 }, "ftrace" },
+	{ "multi-single", "kprobe_multi link, offset", K_MULTI, S_SINGLE, { 1, 1, -1 }, "callopt" },
+	{ "multi-multi", "kprobe_multi link, offset", K_MULTI, S_MULTI, { 1, 1, -1 }, "callopt" },
 };
 #define NCFGS (sizeof(cfgs) / sizeof(cfgs[0]))
 
@@ -538,7 +570,8 @@ static int setup_cfg(const struct cfg *c, struct link *l, double timeout_ms,
 		snprintf(mech, 12, "error");
 		return err;
 	}
-	if (c->kind == K_KPROBE || c->kind == K_KRETPROBE)
+	/* A kprobe_multi link's offset site is a kprobe too (l->addr set). */
+	if (c->kind == K_KPROBE || c->kind == K_KRETPROBE || (c->kind == K_MULTI && l->addr))
 		*wait_ms = wait_mech(l->addr, l->ret, c->want, timeout_ms, 1, t0);
 	else
 		*wait_ms = 0;

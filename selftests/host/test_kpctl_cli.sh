@@ -82,7 +82,6 @@ bad "bad probe" attach $'ctl\x01"quote\xff'
 bad "links: unexpected argument 'extra'" links extra
 bad "bad value '0' for -n" links -n 0
 bad "links: --rounds needs --multi" links --rounds 2
-bad "a kprobe_multi link takes function entries only" attach --multi do_getpgid+4
 bad "one link is either all entries or all returns" attach --multi do_getpgid do_getpgid%return
 bad "attach --multi: not with --cost" attach --multi --cost 5 do_getpgid
 bad "attach --multi: not with --legacy" attach --multi --legacy do_getpgid

@@ -140,8 +140,27 @@ assert_eq "$(json_int "$json" .probes[0].hits)" 50 "attach --multi %return: hits
 wait_unpatched "attach --multi"
 assert_rc 1 kpctl_j attach --multi "$F" no_such_function_kpx
 assert_match "$out" "refused one kprobe_multi link over 2" "attach --multi: refused"
-assert_rc 2 kpctl_j attach --multi "$F+4"
-assert_match "$out" "function entries only" "attach --multi FUNC+OFF"
+# Offsets: the entry stays with ftrace, the others are kprobes of the same
+# link (call-optimized once the optimizer is done), all with exact hits.
+json=$(kpctl_j attach --multi --wait-opt 10 --trigger 100 "$F" "$F+$GETPGID_SINGLE" \
+	"$GETPGID_MULTI_FUNC+$GETPGID_MULTI") || fail "attach --multi offsets: $json"
+assert_eq "$(json_str "$json" .probes[0].mechanism)" ftrace "attach --multi offsets: entry"
+for i in 1 2; do
+	assert_eq "$(json_str "$json" .probes[$i].mechanism)" callopt \
+		"attach --multi offsets: $(json_str "$json" .probes[$i].spec)"
+	assert_eq "$(json_str "$json" .probes[$i].mechanism_source)" link_info \
+		"attach --multi offsets $i: source"
+done
+assert_eq "$(json_int "$json" .probes[0].hits)" 100 "attach --multi offsets: entry hits"
+assert_eq "$(json_int "$json" .probes[1].hits)" 100 "attach --multi offsets: $F+$GETPGID_SINGLE hits"
+assert_num "$(json_int "$json" .probes[2].hits)" '>=' 100 "attach --multi offsets: pid_vnr hits"
+assert_eq "$(grep -c "$F\|$GETPGID_MULTI_FUNC" /sys/kernel/debug/kprobes/list)" 0 \
+	"attach --multi offsets: kprobes left after the detach"
+# All or nothing: a site inside an instruction refuses the whole link.
+assert_rc 1 kpctl_j attach --multi "$F" "$F+$GETPGID_SINGLE" "$F+$GETPGID_MIDINSN"
+assert_match "$out" "refused one kprobe_multi link over 3" "attach --multi inside an instruction"
+assert_eq "$(grep -c "$F" /sys/kernel/debug/kprobes/list)" 0 \
+	"attach --multi inside an instruction: kprobes left"
 assert_rc 2 kpctl_j attach --multi "$F" "$F%return"
 assert_rc 2 kpctl_j attach --multi --cost 10 "$F"
 wait_unpatched "attach --multi errors"
