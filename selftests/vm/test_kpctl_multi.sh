@@ -161,6 +161,9 @@ assert_rc 1 kpctl_j attach --multi "$F" "$F+$GETPGID_SINGLE" "$F+$GETPGID_MIDINS
 assert_match "$out" "refused one kprobe_multi link over 3" "attach --multi inside an instruction"
 assert_eq "$(grep -c "$F" /sys/kernel/debug/kprobes/list)" 0 \
 	"attach --multi inside an instruction: kprobes left"
+# The entry and its fentry call as a site: the same place, refused.
+assert_rc 1 kpctl_j attach --multi "$F" "$F+$GETPGID_FENTRY"
+assert_match "$out" "refused one kprobe_multi link over 2" "attach --multi entry and fentry call"
 assert_rc 2 kpctl_j attach --multi "$F" "$F%return"
 assert_rc 2 kpctl_j attach --multi --cost 10 "$F"
 wait_unpatched "attach --multi errors"
