@@ -186,6 +186,13 @@ check: all bench-tool
 check-upstream: kernel-src
 	@scripts/check/check-upstream $(STEPS)
 
+# A test_progs with only TESTS (prog_tests names), against build/kobj, run
+# in one VM boot: a quick check of the series' own tests, not a
+# replacement for check-upstream (scripts/check/tp-subset).
+.PHONY: tp-subset
+tp-subset: all
+	@scripts/check/tp-subset $(if $(TP_PROGS),--progs "$(TP_PROGS)") $(TESTS)
+
 check-stock: all kernel-stock bench-tool
 	@selftests/run -k test_stock_
 
