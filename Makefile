@@ -247,7 +247,7 @@ distclean:
 # None of these builds a kernel: they use the images and vmlinux files that
 # are there (build/bzImage and build/vmlinux, -debug, -stock) and the libbpf,
 # bpftool and vmlinux.h of make tools. SWEEP_ARGS go to scripts/check/sweep.
-.PHONY: sweep-tool sweep-sample sweep-sample-debug sweep sweep-debug sweep-stock
+.PHONY: sweep-tool sweep-sample sweep-sample-debug sweep sweep-debug sweep-stock sweep-multi
 SWEEP_SAMPLE := $(BUILD)/sweep-sample.tsv
 SWEEP_SAMPLE_DEBUG := $(BUILD)/sweep-sample-debug.tsv
 
@@ -272,6 +272,12 @@ check-debug: sweep-sample-debug
 # coverage.md). sweep-debug and sweep-stock compare with make sweep's run.
 sweep: sweep-tool
 	@scripts/check/sweep --flavour normal $(SWEEP_ARGS)
+
+# The same set through kprobe_multi links with offsets (kpx-sweep --multi:
+# one link per batch, split while the kernel refuses one), in
+# build/sweep/multi; compare with make sweep's run (--compare).
+sweep-multi: sweep-tool
+	@scripts/check/sweep --flavour normal --out $(BUILD)/sweep/multi $(SWEEP_ARGS) -- --multi
 
 sweep-debug: sweep-tool
 	@scripts/check/sweep --flavour debug --compare $(BUILD)/sweep/normal $(SWEEP_ARGS)

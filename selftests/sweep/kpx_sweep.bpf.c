@@ -29,8 +29,7 @@ __u64 last_ip[SWEEP_MAX_SITES];
 /* Runs whose cookie is out of range: must stay 0. */
 __u64 bad_cookie;
 
-SEC("kprobe")
-int sweep_probe(struct pt_regs *ctx)
+static __always_inline int sweep_hit(struct pt_regs *ctx)
 {
 	__u64 i = bpf_get_attach_cookie(ctx);
 
@@ -41,6 +40,19 @@ int sweep_probe(struct pt_regs *ctx)
 	__sync_fetch_and_add(&hits[i], 1);
 	last_ip[i] = PT_REGS_IP(ctx);
 	return 0;
+}
+
+SEC("kprobe")
+int sweep_probe(struct pt_regs *ctx)
+{
+	return sweep_hit(ctx);
+}
+
+/* --multi: the sites of a batch in kprobe_multi links, with offsets. */
+SEC("kprobe.multi")
+int sweep_probe_multi(struct pt_regs *ctx)
+{
+	return sweep_hit(ctx);
 }
 
 char text_buf[SWEEP_TEXT_MAX];

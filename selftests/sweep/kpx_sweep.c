@@ -94,6 +94,7 @@ struct site {
 	int err;
 	char why[160];
 	struct bpf_link *link;
+	struct bpf_link *mlink;	/* --multi: the kprobe_multi link it is in (shared) */
 	unsigned long long link_addr;
 	char mech_settle[16], mech[16];
 	const char *mech_source;
@@ -283,13 +284,58 @@ static const struct kpx_kprobe *kp_find(unsigned long long addr)
 /* KPX_SWEEP_MECH_SOURCE=debugfs: ignore the link info's mechanism, as on a
  * kernel that does not report it (to try the stock path on ours). */
 static bool debugfs_only;
+static bool multi_mode;
+
+/* --multi: a site's address, mechanism and misses from its link's info. */
+static const char *multi_info(struct site *s, int i)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info), cnt, *mechs;
+	__u64 *addrs, *cookies;
+	const char *m = "error";
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_link_get_info_by_fd(bpf_link__fd(s->mlink), &info, &len) ||
+	    info.type != BPF_LINK_TYPE_KPROBE_MULTI)
+		return "error";
+	cnt = info.kprobe_multi.count;
+	addrs = calloc(cnt, sizeof(*addrs));
+	cookies = calloc(cnt, sizeof(*cookies));
+	mechs = calloc(cnt, sizeof(*mechs));
+	if (!addrs || !cookies || !mechs)
+		goto out;
+	memset(&info, 0, sizeof(info));
+	info.kprobe_multi.addrs = (__u64)(unsigned long)addrs;
+	info.kprobe_multi.cookies = (__u64)(unsigned long)cookies;
+	info.kprobe_multi.mechanisms = (__u64)(unsigned long)mechs;
+	info.kprobe_multi.count = cnt;
+	len = sizeof(info);
+	if (bpf_link_get_info_by_fd(bpf_link__fd(s->mlink), &info, &len))
+		goto out;
+	s->missed = info.kprobe_multi.missed;
+	for (__u32 k = 0; k < cnt; k++) {
+		if (cookies[k] != (__u64)i)
+			continue;
+		s->link_addr = addrs[k];
+		m = kpx_link_mech_name(mechs[k]);
+		break;
+	}
+out:
+	free(addrs);
+	free(cookies);
+	free(mechs);
+	return m;
+}
 
 /* Fills link_addr, missed and the link-info mechanism (NULL when the kernel
  * does not report one). */
-static const char *link_info(struct site *s)
+static const char *link_info(struct site *s, int i)
 {
 	struct bpf_link_info info = {};
 	__u32 len = sizeof(info);
+
+	if (multi_mode)
+		return multi_info(s, i);
 
 	if (bpf_link_get_info_by_fd(bpf_link__fd(s->link), &info, &len))
 		return "error";
@@ -318,7 +364,7 @@ static int batch_mechanisms(int *idx, int n, bool settle, int *optimized)
 
 		if (s->result != R_ATTACHED)
 			continue;
-		m = link_info(s);
+		m = link_info(s, idx[k]);
 		e = kp_find(s->link_addr);
 		snprintf(s->flags, sizeof(s->flags), "%s", e ? e->flags : "-");
 		if (debugfs_only && m && strcmp(m, "error"))
@@ -414,9 +460,108 @@ static void attach_site(struct site *s, int i)
 	s->result = R_ATTACHED;
 }
 
+/* --multi: the links of the batch being run. */
+static struct bpf_link **mlinks;
+static int nmlinks, mlinks_cap;
+
+/*
+ * --multi: attach @n sites as one kprobe_multi link (addrs = the site's
+ * function, offsets = the site's offset, cookie = its index). The kernel
+ * attaches all or none, so a refused link is split in two, down to single
+ * sites: each site refused alone gets its own errno, and every refusal on
+ * the way checks that a refused link leaves nothing registered (the drain
+ * and the end of the run count what the debugfs list still shows).
+ */
+static void multi_attach(int *ids, int n)
+{
+	unsigned long *addrs = calloc(n, sizeof(*addrs)), *offs = calloc(n, sizeof(*offs));
+	__u64 *cookies = calloc(n, sizeof(*cookies));
+	struct bpf_link *l = NULL;
+	double t0 = kpx_now_ms();
+	int err = ENOMEM;
+
+	if (addrs && offs && cookies) {
+		LIBBPF_OPTS(bpf_kprobe_multi_opts, mo, .addrs = addrs, .offsets = offs,
+			    .cookies = cookies, .cnt = n);
+
+		for (int k = 0; k < n; k++) {
+			struct site *s = &sites[ids[k]];
+
+			addrs[k] = s->addr - s->off;
+			offs[k] = s->off;
+			cookies[k] = ids[k];
+			__atomic_store_n(&skel->bss->hits[ids[k]], 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&skel->bss->last_ip[ids[k]], 0, __ATOMIC_RELAXED);
+		}
+		l = bpf_program__attach_kprobe_multi_opts(skel->progs.sweep_probe_multi, NULL, &mo);
+		err = l ? 0 : errno;
+	}
+	free(addrs);
+	free(offs);
+	free(cookies);
+	if (l) {
+		if (nmlinks == mlinks_cap) {
+			mlinks_cap = mlinks_cap ? 2 * mlinks_cap : 64;
+			mlinks = realloc(mlinks, mlinks_cap * sizeof(*mlinks));
+			if (!mlinks) {
+				fprintf(stderr, "kpx-sweep: out of memory\n");
+				exit(1);
+			}
+		}
+		mlinks[nmlinks++] = l;
+		for (int k = 0; k < n; k++) {
+			sites[ids[k]].mlink = l;
+			sites[ids[k]].result = R_ATTACHED;
+			sites[ids[k]].attach_ms = (kpx_now_ms() - t0) / n;
+		}
+		if (progress)
+			fprintf(progress, "%.3f armed %d sites from %d in one link\n",
+				kpx_now_ms() / 1e3, n, ids[0]);
+		return;
+	}
+	if (n == 1) {
+		struct site *s = &sites[ids[0]];
+
+		s->err = err;
+		s->result = R_REFUSED;
+		s->attach_ms = kpx_now_ms() - t0;
+		snprintf(s->mech, sizeof(s->mech), "refused");
+		return;
+	}
+	multi_attach(ids, n / 2);
+	multi_attach(ids + n / 2, n - n / 2);
+}
+
+static void multi_detach(void)
+{
+	for (int k = 0; k < nmlinks; k++)
+		bpf_link__destroy(mlinks[k]);
+	nmlinks = 0;
+}
+
 static bool endbr(const char *hex)
 {
 	return !strncmp(hex, "f30f1efa", 8);
+}
+
+/*
+ * The pt_regs ip a run at @s must see: the probed address + 1 on every
+ * kprobe mechanism. --multi reports the address asked, not the kprobe's:
+ * an entry (offset 0) is the fprobe's, whose ip is the return address of
+ * the fentry call (the call, after an ENDBR, + 5), and a site inside the
+ * fentry call is a kprobe moved to the call's start (@ip is let through
+ * when it is that).
+ */
+static unsigned long long multi_want_ip(const struct site *s, unsigned long long ip)
+{
+	if (!multi_mode)
+		return s->link_addr + 1;
+	if (!s->off)
+		return s->link_addr + (endbr(s->bytes) ? 4 : 0) + 5;
+	if (!strcmp(s->group, "ctl-fentry-inner") && ip - 1 < s->link_addr &&
+	    ip - 1 + 5 > s->link_addr)
+		return ip;
+	return s->link_addr + 1;
 }
 
 /* After detach and a grace period: hits, and the checks of one site. */
@@ -435,10 +580,10 @@ static void finish_site(struct site *s, int i)
 		s->result = R_FAILED;
 		snprintf(s->why, sizeof(s->why), "probe at 0x%llx, not at the site",
 			 s->link_addr);
-	} else if (s->hits && ip != s->link_addr + 1) {
+	} else if (s->hits && ip != multi_want_ip(s, ip)) {
 		s->result = R_FAILED;
 		snprintf(s->why, sizeof(s->why), "pt_regs ip 0x%llx, want 0x%llx", ip,
-			 s->link_addr + 1);
+			 multi_want_ip(s, ip));
 	} else if (!strcmp(s->mech, "unknown") || !strcmp(s->mech, "error")) {
 		s->result = R_FAILED;
 		snprintf(s->why, sizeof(s->why), "mechanism unknown (%s)", s->mech_source);
@@ -512,13 +657,16 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 	t0 = kpx_now_ms();
 	for (int k = 0; k < n; k++)
 		sites[idx[k]].batch = b;
-	if (n <= 8 || o->attach_threads <= 1) {
+	if (multi_mode) {
+		multi_attach(idx, n);
+	} else if (n <= 8 || o->attach_threads <= 1) {
 		for (int k = 0; k < n; k++) {
 			struct site *s = &sites[idx[k]];
 
 			attach_site(s, idx[k]);
 			if (n <= 8) {		/* bisection: in case the VM dies */
-				const char *m = s->result == R_ATTACHED ? link_info(s) : "refused";
+				const char *m = s->result == R_ATTACHED ? link_info(s, idx[k]) :
+					       "refused";
 
 				mark("site 0x%llx %s+0x%lx %s %s", s->addr, s->func, s->off,
 				     m ?: "unspec", s->bytes);
@@ -580,12 +728,18 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 	t0 = kpx_now_ms();
 	if (nt > 64)
 		nt = 64;
-	for (int k = 0; k < nt; k++) {
-		da[k] = (struct detach_arg){ idx, n, k, nt };
-		pthread_create(&th[k], NULL, detach_thread, &da[k]);
+	if (multi_mode) {
+		multi_detach();
+		for (int k = 0; k < n; k++)
+			sites[idx[k]].mlink = NULL;
+	} else {
+		for (int k = 0; k < nt; k++) {
+			da[k] = (struct detach_arg){ idx, n, k, nt };
+			pthread_create(&th[k], NULL, detach_thread, &da[k]);
+		}
+		for (int k = 0; k < nt; k++)
+			pthread_join(th[k], NULL);
 	}
-	for (int k = 0; k < nt; k++)
-		pthread_join(th[k], NULL);
 	syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
 	t1 = kpx_now_ms();
 	t->detach_ms += t1 - t0;
@@ -636,10 +790,12 @@ static void usage(FILE *f)
 "                 [--batch N] [--hold-ms MS] [--settle-ms MS] [--stable-ms MS]\n"
 "                 [--drain-ms MS] [--detach-threads N] [--batches FIRST[-LAST]]\n"
 "                 [--attach-load N] [--no-workload] [--nice N] [--pause-us US]\n"
-"                 [--ignore-build-id] [-v]\n"
+"                 [--ignore-build-id] [--multi] [-v]\n"
 "  Attaches a BPF kprobe at every site of FILE (scripts/sites/sweep-sites), N at a\n"
 "  time (default 200), holds each batch while the workload runs, detaches, and\n"
 "  writes one JSON object per site. See the head of kpx_sweep.c.\n"
+"  --multi: each batch as kprobe_multi links with offsets (function + offset,\n"
+"  split in two while the kernel refuses one, down to single sites).\n"
 "kpx-sweep --exit-code N: exit with status N (the workload execs this).\n");
 }
 
@@ -663,6 +819,7 @@ int main(int argc, char **argv)
 		{ "pause-us", required_argument, NULL, 'p' },
 		{ "attach-load", required_argument, NULL, 'L' },
 		{ "ignore-build-id", no_argument, NULL, 'I' },
+		{ "multi", no_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -698,6 +855,7 @@ int main(int argc, char **argv)
 		case 'D': o.drain_ms = atoi(optarg); break;
 		case 'j': o.detach_threads = atoi(optarg); break;
 		case 'J': o.attach_threads = atoi(optarg); break;
+		case 'M': multi_mode = true; break;
 		case 'B':
 			if (sscanf(optarg, "%d-%d", &o.first_batch, &o.last_batch) == 1)
 				o.last_batch = o.first_batch;
