@@ -389,16 +389,18 @@ static struct bpf_link *attach_multi(struct kpctl_bpf *skel, struct probe *probe
  */
 static void multi_mechanisms(struct bpf_link *link, struct probe *probes, int n)
 {
-	__u32 mechs[n];
+	__u32 mechs[n], cnt = n;
 	__u64 addrs[n], cookies[n];
+	int err;
 
 	memset(cookies, 0xff, sizeof(cookies));
 	for (int i = 0; i < n; i++) {
 		snprintf(probes[i].mechanism, sizeof(probes[i].mechanism), "unknown");
 		probes[i].mech_source = "none";
 	}
-	if (multi_link_info(link, n, addrs, cookies, mechs)) {
-		warnx("attach --multi: cannot read the link's info: %s", strerror(errno));
+	err = kpx_multi_link_info(bpf_link__fd(link), &cnt, addrs, cookies, mechs, NULL);
+	if (err) {
+		warnx("attach --multi: cannot read the link's info: %s", strerror(-err));
 		return;
 	}
 	for (int j = 0; j < n; j++) {
@@ -416,14 +418,6 @@ static void multi_mechanisms(struct bpf_link *link, struct probe *probes, int n)
 			p->mech_source = "link_info";
 		}
 	}
-}
-
-static bool multi_settled(struct probe *probes, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (!mechanism_settled(&probes[i]))
-			return false;
-	return true;
 }
 
 static void watch(struct kpctl_bpf *skel, struct probe *probes, int n,
@@ -526,7 +520,7 @@ int cmd_attach(int argc, char **argv)
 				 probes[i].mechanism);
 		/* Sites at an offset are kprobes: the optimizer may take them. */
 		t0 = kpx_now_ms();
-		while (!multi_settled(probes, n) && kpx_now_ms() - t0 < o.wait_opt * 1e3 &&
+		while (!mechanisms_settled(probes, n) && kpx_now_ms() - t0 < o.wait_opt * 1e3 &&
 		       !stop_requested) {
 			usleep(20000);
 			multi_mechanisms(mlink, probes, n);

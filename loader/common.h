@@ -82,8 +82,8 @@ void probe_mechanisms(struct probe *probes, int n);
 bool mechanism_settled(const struct probe *p);
 const char *regs_word(const struct probe *p);
 void probe_link_info(struct probe *p);
-int multi_link_info(struct bpf_link *link, __u32 n, __u64 *addrs, __u64 *cookies,
-		    __u32 *mechs);
+/* probes_settled() without reading the mechanisms again (attach --multi) */
+bool mechanisms_settled(const struct probe *probes, int n);
 const char *attach_error(int err);
 void attach_failed(const struct probe *p, int err);
 extern enum probe_attach_mode attach_mode;

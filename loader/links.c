@@ -677,8 +677,9 @@ out:
 /* --multi: the mechanism of each address, from bpf_link_info.kprobe_multi. */
 static void note_mechanisms_multi(struct links_run *r)
 {
-	__u32 *mechs;
+	__u32 *mechs, cnt = r->attached;
 	__u64 *addrs;
+	int err;
 
 	mechs = calloc(r->attached, sizeof(*mechs));
 	addrs = calloc(r->attached, sizeof(*addrs));
@@ -686,8 +687,9 @@ static void note_mechanisms_multi(struct links_run *r)
 		errx("out of memory");
 		goto out;
 	}
-	if (multi_link_info(r->mlink, r->attached, addrs, NULL, mechs)) {
-		warnx("links: cannot read the link's info: %s", strerror(errno));
+	err = kpx_multi_link_info(bpf_link__fd(r->mlink), &cnt, addrs, NULL, mechs, NULL);
+	if (err) {
+		warnx("links: cannot read the link's info: %s", strerror(-err));
 		r->src_none += r->attached;
 		r->mech[KPX_MECH_UNKNOWN] += r->attached;
 		goto out;

@@ -235,21 +235,6 @@ int attach_probe(struct bpf_program *prog, struct probe *p, int slot)
  * zeroed first: a kernel that does not report mechanisms leaves them 0.
  * 0, or -1 with errno set.
  */
-int multi_link_info(struct bpf_link *link, __u32 n, __u64 *addrs, __u64 *cookies,
-		    __u32 *mechs)
-{
-	struct bpf_link_info info = {};
-	__u32 len = sizeof(info);
-
-	memset(addrs, 0, n * sizeof(*addrs));
-	memset(mechs, 0, n * sizeof(*mechs));
-	info.kprobe_multi.addrs = (__u64)(unsigned long)addrs;
-	info.kprobe_multi.cookies = (__u64)(unsigned long)cookies;
-	info.kprobe_multi.mechanisms = (__u64)(unsigned long)mechs;
-	info.kprobe_multi.count = n;
-	return bpf_link_get_info_by_fd(bpf_link__fd(link), &info, &len) ? -1 : 0;
-}
-
 void detach_probe(struct probe *p)
 {
 	bpf_link__destroy(p->link);
@@ -274,6 +259,11 @@ int wait_mechanism(struct probe *p, const char *want, double secs)
 bool probes_settled(struct probe *probes, int n)
 {
 	probe_mechanisms(probes, n);
+	return mechanisms_settled(probes, n);
+}
+
+bool mechanisms_settled(const struct probe *probes, int n)
+{
 	for (int i = 0; i < n; i++)
 		if (!mechanism_settled(&probes[i]))
 			return false;

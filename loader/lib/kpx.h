@@ -70,6 +70,15 @@ const char *kpx_link_mech_name(__u32 kernel_mech);
 /* From the flags of a debugfs kprobes list line ("[FTRACE]", "[OPTIMIZED]",
  * ...); no flag is int3. */
 const char *kpx_debugfs_mech_name(const char *flags);
+/*
+ * A kprobe_multi link's addresses, cookies and mechanisms (bpf_link_info
+ * kprobe_multi; each array may be NULL, addrs only with the others). On
+ * entry *count is the arrays' length (0: only ask the count); on return the
+ * link's count, and *missed (if not NULL) its misses. Fills what fits.
+ * Returns 0 or -errno (-ENOSPC: more addresses than *count on entry).
+ */
+int kpx_multi_link_info(int link_fd, __u32 *count, __u64 *addrs, __u64 *cookies,
+			__u32 *mechs, __u64 *missed);
 
 /* --- the debugfs kprobes list ---------------------------------------------- */
 

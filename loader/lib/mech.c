@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/bpf.h>
+#include <bpf/bpf.h>
 #include "kpx.h"
 
 static const char *const mech_names[KPX_MECH_NR] = {
@@ -146,4 +147,33 @@ void kpx_kprobes_free(struct kpx_kprobes *l)
 	free(l->v);
 	l->v = NULL;
 	l->n = l->cap = 0;
+}
+
+int kpx_multi_link_info(int link_fd, __u32 *count, __u64 *addrs, __u64 *cookies,
+			__u32 *mechs, __u64 *missed)
+{
+	struct bpf_link_info info;
+	__u32 len = sizeof(info);
+	int err;
+
+	memset(&info, 0, sizeof(info));
+	if (*count && addrs) {
+		memset(addrs, 0, *count * sizeof(*addrs));
+		info.kprobe_multi.addrs = (__u64)(unsigned long)addrs;
+		info.kprobe_multi.cookies = (__u64)(unsigned long)cookies;
+		if (mechs) {
+			memset(mechs, 0, *count * sizeof(*mechs));
+			info.kprobe_multi.mechanisms = (__u64)(unsigned long)mechs;
+		}
+		info.kprobe_multi.count = *count;
+	}
+	err = bpf_link_get_info_by_fd(link_fd, &info, &len) ? -errno : 0;
+	if (err && err != -ENOSPC)
+		return err;
+	if (info.type != BPF_LINK_TYPE_KPROBE_MULTI)
+		return -EINVAL;
+	*count = info.kprobe_multi.count;
+	if (missed)
+		*missed = info.kprobe_multi.missed;
+	return err;
 }

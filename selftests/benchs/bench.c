@@ -375,18 +375,13 @@ static void detach(struct link *l)
 /* K_MULTI: the address and mechanism the kernel reports for the link's one address. */
 static int multi_info(struct link *l, unsigned long long *addr, __u32 *mech)
 {
-	struct bpf_link_info info = {};
-	__u32 len = sizeof(info);
+	__u32 cnt = 1;
 	__u64 a = 0;
+	int err;
 
-	*mech = 0;
-	info.kprobe_multi.addrs = (__u64)(unsigned long)&a;
-	info.kprobe_multi.mechanisms = (__u64)(unsigned long)mech;
-	info.kprobe_multi.count = 1;
-	if (bpf_link_get_info_by_fd(bpf_link__fd(l->link), &info, &len))
-		return -errno;
+	err = kpx_multi_link_info(bpf_link__fd(l->link), &cnt, &a, NULL, mech, NULL);
 	*addr = a;
-	return 0;
+	return err;
 }
 
 static const char *multi_mech(struct link *l)

@@ -286,45 +286,53 @@ static const struct kpx_kprobe *kp_find(unsigned long long addr)
 static bool debugfs_only;
 static bool multi_mode;
 
-/* --multi: a site's address, mechanism and misses from its link's info. */
+/*
+ * --multi: a site's address, mechanism and misses from its link's info. A
+ * link holds many sites: its info is read once per batch_mechanisms() pass
+ * (multi_cache_reset()) and kept, indexed by cookie (the site's index).
+ */
+static struct {
+	struct bpf_link *link;
+	__u32 cnt;
+	__u64 missed, *addrs, *cookies;
+	__u32 *mechs;
+} mcache;
+
+static void multi_cache_reset(void)
+{
+	free(mcache.addrs);
+	free(mcache.cookies);
+	free(mcache.mechs);
+	memset(&mcache, 0, sizeof(mcache));
+}
+
 static const char *multi_info(struct site *s, int i)
 {
-	struct bpf_link_info info = {};
-	__u32 len = sizeof(info), cnt, *mechs;
-	__u64 *addrs, *cookies;
-	const char *m = "error";
+	__u32 cnt = 0;
 
-	memset(&info, 0, sizeof(info));
-	if (bpf_link_get_info_by_fd(bpf_link__fd(s->mlink), &info, &len) ||
-	    info.type != BPF_LINK_TYPE_KPROBE_MULTI)
-		return "error";
-	cnt = info.kprobe_multi.count;
-	addrs = calloc(cnt, sizeof(*addrs));
-	cookies = calloc(cnt, sizeof(*cookies));
-	mechs = calloc(cnt, sizeof(*mechs));
-	if (!addrs || !cookies || !mechs)
-		goto out;
-	memset(&info, 0, sizeof(info));
-	info.kprobe_multi.addrs = (__u64)(unsigned long)addrs;
-	info.kprobe_multi.cookies = (__u64)(unsigned long)cookies;
-	info.kprobe_multi.mechanisms = (__u64)(unsigned long)mechs;
-	info.kprobe_multi.count = cnt;
-	len = sizeof(info);
-	if (bpf_link_get_info_by_fd(bpf_link__fd(s->mlink), &info, &len))
-		goto out;
-	s->missed = info.kprobe_multi.missed;
-	for (__u32 k = 0; k < cnt; k++) {
-		if (cookies[k] != (__u64)i)
-			continue;
-		s->link_addr = addrs[k];
-		m = kpx_link_mech_name(mechs[k]);
-		break;
+	if (mcache.link != s->mlink) {
+		multi_cache_reset();
+		if (kpx_multi_link_info(bpf_link__fd(s->mlink), &cnt, NULL, NULL, NULL, NULL))
+			return "error";
+		mcache.addrs = calloc(cnt, sizeof(*mcache.addrs));
+		mcache.cookies = calloc(cnt, sizeof(*mcache.cookies));
+		mcache.mechs = calloc(cnt, sizeof(*mcache.mechs));
+		if (!mcache.addrs || !mcache.cookies || !mcache.mechs ||
+		    kpx_multi_link_info(bpf_link__fd(s->mlink), &cnt, mcache.addrs,
+					mcache.cookies, mcache.mechs, &mcache.missed)) {
+			multi_cache_reset();
+			return "error";
+		}
+		mcache.link = s->mlink;
+		mcache.cnt = cnt;
 	}
-out:
-	free(addrs);
-	free(cookies);
-	free(mechs);
-	return m;
+	s->missed = mcache.missed;
+	for (__u32 k = 0; k < mcache.cnt; k++)
+		if (mcache.cookies[k] == (__u64)i) {
+			s->link_addr = mcache.addrs[k];
+			return kpx_link_mech_name(mcache.mechs[k]);
+		}
+	return "error";
 }
 
 /* Fills link_addr, missed and the link-info mechanism (NULL when the kernel
@@ -355,6 +363,7 @@ static int batch_mechanisms(int *idx, int n, bool settle, int *optimized)
 	int pending = 0, reported = 0;
 
 	kpx_kprobes_read(&kplist);
+	multi_cache_reset();
 	*optimized = 0;
 	for (int k = 0; k < n; k++) {
 		struct site *s = &sites[idx[k]];
