@@ -84,6 +84,9 @@ struct links_run {
 	struct { char func[128]; int err; } examples[MAX_EXAMPLES];
 	int nexamples;
 	double *attach_ms, *detach_ms;
+	double *seq_ms;		/* --multi: attach then detach times, in round order */
+	double settle_total, settle_max;	/* --multi: untimed waits between rounds */
+	long enabled_base;	/* enabled_functions before the first attach, or -1 */
 	double attach_total, detach_total, gp_ms;
 	long mech[NMECH];
 	long src_link_info, src_debugfs, src_none, full_regs;
@@ -598,6 +601,55 @@ static int attach_links(struct links_run *r)
 }
 
 /*
+ * --multi --rounds: ftrace's count of patched functions (enabled_functions),
+ * -1 when it cannot be read (no tracefs). With the fast detach, a closed
+ * link's fprobe stays registered, doing nothing, until the kernel's worker
+ * gets to it; a new link over the same functions meanwhile finds their call
+ * sites already patched (ftrace's list function) and patches nothing. So a
+ * round waits, untimed, until the count is back to what it was before the
+ * first attach: each attach then pays what an attach on a quiet kernel pays.
+ */
+#define ENABLED_FUNCTIONS "/sys/kernel/tracing/enabled_functions"
+#define SETTLE_TIMEOUT_MS 20000.0
+
+static long count_enabled_functions(void)
+{
+	FILE *f = fopen(ENABLED_FUNCTIONS, "r");
+	long n = 0;
+	int c;
+
+	if (!f)
+		return -1;
+	while ((c = getc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+static int settle_enabled(struct links_run *r, long base)
+{
+	double t0 = kpx_now_ms(), t;
+	long n;
+
+	for (;;) {
+		n = count_enabled_functions();
+		t = kpx_now_ms() - t0;
+		if (n < 0 || n <= base)
+			break;
+		if (t > SETTLE_TIMEOUT_MS || stop_requested) {
+			errx("links: %ld function(s) still patched %.0f ms after round %d's "
+			     "detach (%ld before the first attach)", n, t, r->nrounds, base);
+			return -ETIMEDOUT;
+		}
+		usleep(5000);
+	}
+	r->settle_total += t;
+	if (t > r->settle_max)
+		r->settle_max = t;
+	return 0;
+}
+
+/*
  * --multi: the first N candidates in the same order as for single links,
  * in one kprobe_multi link. The kernel attaches all or none of them, so a
  * refused function fails the round (and the command).
@@ -630,6 +682,7 @@ static int attach_multi(struct links_run *r)
 		cookies[n] = n;
 	}
 
+	r->enabled_base = count_enabled_functions();
 	while (r->nrounds < r->o.rounds) {
 		LIBBPF_OPTS(bpf_kprobe_multi_opts, opts,
 			.syms = syms,
@@ -665,6 +718,11 @@ static int attach_multi(struct links_run *r)
 		bpf_link__destroy(r->mlink);
 		r->mlink = NULL;
 		r->detach_ms[r->nrounds - 1] = kpx_now_ms() - t;
+		if (r->enabled_base >= 0) {
+			err = settle_enabled(r, r->enabled_base);
+			if (err)
+				break;
+		}
 	}
 	if (r->mlink)
 		r->attached = n;
@@ -848,6 +906,27 @@ static void print_links_json(struct links_run *r, struct kpx_pct a, struct kpx_p
 	jw_end_array(w);
 	json_latency(w, "attach_ms", r->attach_total, a);
 	json_latency(w, "detach_ms", r->detach_total, d);
+	if (r->o.multi && r->seq_ms) {	/* each round, in order */
+		jw_array_field(w, "attach_ms_rounds");
+		for (int i = 0; i < r->nrounds; i++)
+			jw_float(w, 3, r->seq_ms[i]);
+		jw_end_array(w);
+		jw_array_field(w, "detach_ms_rounds");
+		for (int i = 0; i < r->nrounds; i++)
+			jw_float(w, 3, r->seq_ms[r->nrounds + i]);
+		jw_end_array(w);
+	} else if (r->o.multi) {
+		jw_null_field(w, "attach_ms_rounds");
+		jw_null_field(w, "detach_ms_rounds");
+	}
+	if (r->o.multi && r->enabled_base >= 0) {
+		jw_object_field(w, "settle_ms");
+		jw_float_field(w, "total", 3, r->settle_total);
+		jw_float_field(w, "max", 3, r->settle_max);
+		jw_end_object(w);
+	} else if (r->o.multi) {
+		jw_null_field(w, "settle_ms");
+	}
 	jw_float_field(w, "grace_period_ms", 3, r->gp_ms);
 	jw_object_field(w, "mechanisms");
 	for (int m = 0; m < NMECH; m++)
@@ -945,6 +1024,7 @@ static void free_links(struct links_run *r)
 	free(r->probes);
 	free(r->attach_ms);
 	free(r->detach_ms);
+	free(r->seq_ms);
 	kpctl_bpf__destroy(r->skel);
 }
 
@@ -1012,6 +1092,13 @@ int cmd_links(int argc, char **argv)
 		for (int i = 0; i < r->nrounds; i++) {
 			r->attach_total += r->attach_ms[i];
 			r->detach_total += r->detach_ms[i];
+		}
+		/* kpx_percentiles() sorts: keep the order for the JSON. */
+		r->seq_ms = calloc(2 * (size_t)r->nrounds + 1, sizeof(double));
+		if (r->seq_ms) {
+			memcpy(r->seq_ms, r->attach_ms, r->nrounds * sizeof(double));
+			memcpy(r->seq_ms + r->nrounds, r->detach_ms,
+			       r->nrounds * sizeof(double));
 		}
 	}
 	a = kpx_percentiles(r->attach_ms, r->o.multi ? r->nrounds : r->attached);
