@@ -7,6 +7,11 @@
 # that does not exist) must fail, one FAIL line each, and a page without
 # examples must not pass.
 . "$(dirname "$0")/../lib.sh"
+# The examples are of the VM config's kernel (make run's): they name code
+# offsets of its build, such as __x64_sys_getpgid+0x20, which another
+# configuration lays out differently (the debug kernel calls do_getpgid()
+# out of line, and its __x64_sys_getpgid is 0x20 bytes long).
+[ -z "$SFX" ] || skip "the examples name offsets of the VM config's kernel; this is $(uname -r)"
 out=$("$KPX_ROOT/scripts/check/doc-test" "$KPX_ROOT/README.md" "$KPX_ROOT/docs/kpctl.md" 2>&1)
 rc=$?
 echo "$out" | grep -v ': ok: ' || true

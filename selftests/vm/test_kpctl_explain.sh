@@ -63,14 +63,28 @@ out=$(kpctl_j attach --wait-opt 10 "$F+$gs_hex" 2>/tmp/kpctl.err) ||
 assert_eq "$(jq -r '.probes[0].mechanism' <<< "$out")" "$gs_mech" "observed at $F+$gs_hex"
 assert_no_kprobes
 
-# callopt_prepare() refuses a region where the ORC frame changes: the push
-# of the prologue right after the fentry call.
+# callopt_prepare() refuses a region where the ORC frame changes, such as
+# one holding a push. The prologue push right after the fentry call is not
+# callopt; the first offset refused for that reason (on the VM config's
+# build that push itself; on the debug build a call follows the push
+# within 5 bytes, which is refused first, and a later push is found) is
+# predicted as something else, and the kernel gives it that.
 assert_eq "$(site_field "$json" $((GETPGID_MID)) insn)" push \
 	"the instruction at $F+$GETPGID_MID (a prologue push)"
-assert_match "$(site_field "$json" $((GETPGID_MID)) reason)" \
-	"^not callopt: the ORC frame changes in the displaced region \(\+0x[0-9a-f]+: " \
-	"reason at $F+$GETPGID_MID"
 [ "$(pred $((GETPGID_MID)))" != callopt ] || fail "callopt predicted at $F+$GETPGID_MID"
+orc_re='^not callopt: the ORC frame changes in the displaced region \(\+0x[0-9a-f]+: '
+orc=$(jq -r --arg re "$orc_re" '[.sites[] | select(.reason | test($re))][0].offset // empty' \
+	<<< "$json")
+[ -n "$orc" ] || fail "no offset of $F refused by callopt for an ORC frame change"
+orc_hex=$(printf 0x%x "$orc")
+orc_mech=$(pred "$orc")
+note "ORC site: $F+$orc_hex ($(site_field "$json" "$orc" insn)), predicted $orc_mech"
+[ "$orc_mech" != callopt ] && [ "$orc_mech" != refused ] ||
+	fail "$F+$orc_hex: predicted '$orc_mech' for a region whose ORC frame changes"
+out=$(kpctl_j attach --wait-opt 10 "$F+$orc_hex" 2>/tmp/kpctl.err) ||
+	fail "attach $F+$orc_hex: $out $(cat /tmp/kpctl.err)"
+assert_eq "$(jq -r '.probes[0].mechanism' <<< "$out")" "$orc_mech" "observed at $F+$orc_hex"
+assert_no_kprobes
 
 # Attach at every listed offset with a separate kpctl attach and compare.
 check_all() { # FUNC JSON: every prediction holds
