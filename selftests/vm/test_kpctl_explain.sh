@@ -44,47 +44,43 @@ assert_eq "$(pred "$size")" refused "prediction just past the end"
 assert_match "$(jq -r '[.sites[].mechanism] | unique | join(" ")' <<< "$json")" \
 	'callopt.*ftrace.*int3.*refused' "the mechanisms occur"
 
-# callopt_insn_ok() refuses a %gs operand (the preempt count callopt raised
+# refused_site WHAT SELECT REASON: the first offset of $F whose reason
+# matches SELECT (a jq regex) exists, its reason matches REASON, it is
+# predicted as neither callopt nor refused, and a probe attached there gets
+# the mechanism predicted.
+refused_site() {
+	local what=$1 off hex mech
+	off=$(jq -r --arg re "$2" '[.sites[] | select(.reason | test($re))][0].offset // empty' \
+		<<< "$json")
+	[ -n "$off" ] || fail "no offset of $F refused by callopt for $what"
+	hex=$(printf 0x%x "$off")
+	mech=$(pred "$off")
+	note "$what: $F+$hex ($(site_field "$json" "$off" insn)), predicted $mech"
+	[ "$mech" != callopt ] && [ "$mech" != refused ] ||
+		fail "$F+$hex: predicted '$mech' for $what"
+	assert_match "$(site_field "$json" "$off" reason)" "$3" "reason at $F+$hex"
+	out=$(kpctl_j attach --wait-opt 10 "$F+$hex" 2>/tmp/kpctl.err) ||
+		fail "attach $F+$hex: $out $(cat /tmp/kpctl.err)"
+	assert_eq "$(jq -r '.probes[0].mechanism' <<< "$out")" "$mech" "observed at $F+$hex"
+	assert_no_kprobes
+}
+
+# callopt_insn_ok() refuses a %gs operand (the preempt count callopt raises
 # is %gs-relative per-CPU data): the first such offset of the getpgid
-# function (current's task_struct from pcpu_hot) is predicted as something
-# else, with that reason, and the kernel gives it that.
-gs=$(jq -r '[.sites[] | select(.reason | test("%gs operand"))][0].offset // empty' <<< "$json")
-[ -n "$gs" ] || fail "no offset of $F refused by callopt for a %gs operand"
-gs_hex=$(printf 0x%x "$gs")
-gs_mech=$(pred "$gs")
-note "%gs site: $F+$gs_hex, predicted $gs_mech"
-[ "$gs_mech" != callopt ] && [ "$gs_mech" != refused ] ||
-	fail "$F+$gs_hex: predicted '$gs_mech' for a %gs operand"
-assert_match "$(site_field "$json" "$gs" reason)" \
-	"^not callopt: .*%gs operand: the preempt count callopt raises is %gs-relative per-CPU data" \
-	"reason at $F+$gs_hex"
-out=$(kpctl_j attach --wait-opt 10 "$F+$gs_hex" 2>/tmp/kpctl.err) ||
-	fail "attach $F+$gs_hex: $out $(cat /tmp/kpctl.err)"
-assert_eq "$(jq -r '.probes[0].mechanism' <<< "$out")" "$gs_mech" "observed at $F+$gs_hex"
-assert_no_kprobes
+# function (current's task_struct from pcpu_hot).
+refused_site "a %gs operand" "%gs operand" \
+	"^not callopt: .*%gs operand: the preempt count callopt raises is %gs-relative per-CPU data"
 
 # callopt_prepare() refuses a region where the ORC frame changes, such as
 # one holding a push. The prologue push right after the fentry call is not
-# callopt; the first offset refused for that reason (on the VM config's
-# build that push itself; on the debug build a call follows the push
-# within 5 bytes, which is refused first, and a later push is found) is
-# predicted as something else, and the kernel gives it that.
+# callopt. The first offset refused for an ORC frame change is that push on
+# the VM config's build; on the debug build a call follows the push within
+# 5 bytes and is the reason given first, and a later push is found.
 assert_eq "$(site_field "$json" $((GETPGID_MID)) insn)" push \
 	"the instruction at $F+$GETPGID_MID (a prologue push)"
 [ "$(pred $((GETPGID_MID)))" != callopt ] || fail "callopt predicted at $F+$GETPGID_MID"
-orc_re='^not callopt: the ORC frame changes in the displaced region \(\+0x[0-9a-f]+: '
-orc=$(jq -r --arg re "$orc_re" '[.sites[] | select(.reason | test($re))][0].offset // empty' \
-	<<< "$json")
-[ -n "$orc" ] || fail "no offset of $F refused by callopt for an ORC frame change"
-orc_hex=$(printf 0x%x "$orc")
-orc_mech=$(pred "$orc")
-note "ORC site: $F+$orc_hex ($(site_field "$json" "$orc" insn)), predicted $orc_mech"
-[ "$orc_mech" != callopt ] && [ "$orc_mech" != refused ] ||
-	fail "$F+$orc_hex: predicted '$orc_mech' for a region whose ORC frame changes"
-out=$(kpctl_j attach --wait-opt 10 "$F+$orc_hex" 2>/tmp/kpctl.err) ||
-	fail "attach $F+$orc_hex: $out $(cat /tmp/kpctl.err)"
-assert_eq "$(jq -r '.probes[0].mechanism' <<< "$out")" "$orc_mech" "observed at $F+$orc_hex"
-assert_no_kprobes
+refused_site "an ORC frame change" "the ORC frame changes in the displaced region" \
+	"^not callopt: the ORC frame changes in the displaced region \(\+0x[0-9a-f]+: "
 
 # Attach at every listed offset with a separate kpctl attach and compare.
 check_all() { # FUNC JSON: every prediction holds
