@@ -172,7 +172,7 @@ run: all
 # (selftests/check). Stock comparisons (check-stock), upstream's suites
 # (check-upstream), the configuration matrix (check-configs) and the full
 # sweep (sweep) have targets of their own.
-check: all bench-tool
+check: all bench-tool detach-tool
 	@selftests/check -x test_stock_,test_ftracetest_
 
 # Upstream's kprobe-related suites on the stock kernel and on ours, compared
@@ -223,6 +223,12 @@ soak: all
 	@scripts/vm/vm-run --smp 4 --mem 2048 --timeout $$(( $${SOAK_MINUTES:-30} * 60 + 600 )) -- \
 		selftests/soak $${SOAK_MINUTES:-30}
 
+# build/kpx-detach-race (selftests/detach/): a BPF kprobe program detached
+# and closed while it runs on another CPU (vm/test_detach_race).
+.PHONY: detach-tool
+detach-tool: tools
+	@$(MAKE) -s -C selftests/detach BUILD=$(BUILD) CLANG=$(CLANG) LLVM_STRIP=$(LLVM_STRIP)
+
 # --- benchmarks (docs/benchmarks.md) -------------------------------------------
 .PHONY: bench bench-tool
 # build/kpx-bench, the in-VM half (selftests/benchs/: bench.c, bench.bpf.c).
@@ -239,7 +245,7 @@ bench: all bench-tool kernel-stock
 clean:
 	rm -rf $(BUILD)/kobj $(BUILD)/kobj-debug $(BUILD)/loader $(BUILD)/modules \
 		$(BUILD)/libbpf $(BUILD)/bpftool-obj $(BUILD)/vm $(BUILD)/selftests-bpf \
-		$(BUILD)/libkpx.a $(BUILD)/bench-obj $(BUILD)/kpctl.8
+		$(BUILD)/libkpx.a $(BUILD)/bench-obj $(BUILD)/kpctl.8 $(BUILD)/detach
 distclean:
 	rm -rf $(BUILD)
 
