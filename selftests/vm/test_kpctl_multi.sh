@@ -164,6 +164,20 @@ assert_eq "$(grep -c "$F" /sys/kernel/debug/kprobes/list)" 0 \
 # The entry and its fentry call as a site: the same place, refused.
 assert_rc 1 kpctl_j attach --multi "$F" "$F+$GETPGID_FENTRY"
 assert_match "$out" "refused one kprobe_multi link over 2" "attach --multi entry and fentry call"
+# A site inside the fentry call is moved to the call by the kprobe core:
+# with the entry, or with another site in the same call, it is the same
+# place too (refused), and alone it runs once per call.
+IN_CALL=$((GETPGID_FENTRY + 2))
+assert_rc 1 kpctl_j attach --multi "$F" "$F+$IN_CALL"
+assert_match "$out" "refused one kprobe_multi link over 2" "attach --multi entry and a site inside its fentry call"
+assert_rc 1 kpctl_j attach --multi "$F+$((GETPGID_FENTRY + 1))" "$F+$((GETPGID_FENTRY + 3))"
+assert_match "$out" "refused one kprobe_multi link over 2" "attach --multi two sites inside one fentry call"
+assert_eq "$(grep -c "$F" /sys/kernel/debug/kprobes/list)" 0 \
+	"attach --multi inside the fentry call: kprobes left"
+json=$(kpctl_j attach --multi --trigger 100 "$F+$IN_CALL") ||
+	fail "attach --multi inside the fentry call, alone: $json"
+assert_eq "$(json_int "$json" .probes[0].hits)" 100 "attach --multi inside the fentry call: hits"
+assert_eq "$(json_str "$json" .probes[0].mechanism)" ftrace "attach --multi inside the fentry call: mechanism"
 assert_rc 2 kpctl_j attach --multi "$F" "$F%return"
 assert_rc 2 kpctl_j attach --multi --cost 10 "$F"
 wait_unpatched "attach --multi errors"
