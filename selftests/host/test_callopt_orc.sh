@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # callopt_entry's ORC data ("x86/kprobes: Unwind a callopt site's return
-# address as it is"). After callopt_handler() returns, the return address
-# above callopt_entry's frame is the detour buffer or, when no probe was
-# found, the site itself, and a task preempted before the RET stops there
-# with preemption enabled. The unwinder must look the caller's ORC data up
-# at that address, not one byte before it (the instruction before the
-# site, whose frame may differ): every ORC entry from the instruction
-# after the call up to the RET is a signal entry. The entry of the call
-# itself is not (while callopt_handler() runs, the return address is
-# site+5, after a call). Read from build/vmlinux with the tree's objtool
-# (--dump=orc). A negative control runs the check on the same dump with
-# one tail entry turned back into a call entry, which must fail.
+# address as it is"). callopt_handler() rewrites the return address above
+# callopt_entry's frame to the detour buffer or, when no probe was found,
+# to the site itself, after its preempt_enable(): a task preempted in its
+# epilogue or before callopt_entry's RET stops there with preemption
+# enabled. The unwinder must look the caller's ORC data up at that
+# address, not one byte before it (the instruction before the site, whose
+# frame may differ). A task stopped in callopt_handler() is unwound into
+# callopt_entry through the ORC entry of the call (its return address
+# minus one), so every entry from the call of callopt_handler() up to the
+# RET is a signal entry of type call. Read from build/vmlinux with the
+# tree's objtool (--dump=orc). Negative controls run the check on the same
+# dump with the call's entry, then one tail entry, turned back into a
+# plain call entry (signal:0): each must fail, naming that entry.
 . "$(dirname "$0")/../lib.sh"
 VMLINUX=$BUILD/vmlinux
 OBJTOOL=$BUILD/kobj/tools/objtool/objtool
@@ -53,31 +55,30 @@ def at(x):
     e = [r for a, r in ents if a <= x]
     return e[-1] if e else None
 bad = []
-e = at(call)
-if e is None or "signal:0" not in e or "type:call" not in e:
-    bad.append("call %x: %s (want a call entry, signal:0)" % (call, e))
-for x in [x for x in range(after, last + 1)]:
+for x in range(call, last + 1):
     e = at(x)
     if e is None or "signal:1" not in e or "type:call" not in e:
-        bad.append("tail %x: %s (want a call entry, signal:1)" % (x, e))
+        bad.append("%s %x: %s (want a call entry, signal:1)" %
+                   ("call" if x < after else "tail", x, e))
         break
-if not [a for a, r in ents if a == after]:
-    bad.append("no ORC entry starts at %x, right after the call" % after)
+if not [a for a, r in ents if a == call]:
+    bad.append("no ORC entry starts at %x, the call" % call)
 if bad:
     print("\n".join(bad))
     sys.exit(1)
-print("%d tail entries, all signal:1" % len([a for a, r in ents if after <= a <= last]))
+print("%d entries from the call to the RET, all signal:1" % len([a for a, r in ents if call <= a <= last]))
 ' "$start" "$call" "$after" "$last"
 }
 
 out=$(check_orc <<< "$dump") || fail "callopt_entry's ORC data: $out"
 note "$out"
 
-# Negative control: the first tail entry after the one at $after turned back
-# into a plain call entry.
-badump=$(python3 -c '
+# flip_at ADDR: the dump on stdin with the first signal entry at or after
+# ADDR made a plain call entry; prints the flipped address on stderr.
+flip_at() {
+	python3 -c '
 import sys
-after = int(sys.argv[1], 16)
+frm = int(sys.argv[1], 16)
 done = False
 for line in sys.stdin:
     addr = line.partition(":")[0]
@@ -85,14 +86,25 @@ for line in sys.stdin:
         a = int(addr, 16)
     except ValueError:
         a = None
-    if not done and a is not None and a > after and "signal:1" in line:
+    if not done and a is not None and a >= frm and "signal:1" in line:
         line = line.replace("signal:1", "signal:0")
         print("flipped %x" % a, file=sys.stderr)
         done = True
     sys.stdout.write(line)
 sys.exit(0 if done else 1)
-' "$after" <<< "$dump" 2>/tmp/orc-flip.$$) || fail "negative control: no signal entry after $after to flip"
-flipped=$(sed -n 's/^flipped //p' /tmp/orc-flip.$$); rm -f /tmp/orc-flip.$$
-out=$(check_orc <<< "$badump") && fail "negative control: a tail entry without signal passed"
-grep -q "tail $flipped" <<< "$out" || fail "negative control: wrong finding for $flipped: $out"
+' "$1"
+}
+
+# Negative controls: the call's own entry (the one a task in
+# callopt_handler()'s epilogue is unwound with), then the first tail entry
+# after the one at $after.
+for what in call:$call tail:$(printf '%x' $((16#$after + 1))); do
+	kind=${what%%:*}
+	badump=$(flip_at "${what#*:}" <<< "$dump" 2>/tmp/orc-flip.$$) ||
+		fail "negative control ($kind): no signal entry at or after ${what#*:} to flip"
+	flipped=$(sed -n 's/^flipped //p' /tmp/orc-flip.$$); rm -f /tmp/orc-flip.$$
+	out=$(check_orc <<< "$badump") && fail "negative control ($kind): a $kind entry without signal passed"
+	grep -q "$kind $flipped" <<< "$out" || fail "negative control ($kind): wrong finding for $flipped: $out"
+	note "negative control ($kind): $out"
+done
 echo ok
