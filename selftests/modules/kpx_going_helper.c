@@ -18,8 +18,11 @@
  * KPX_GOING_MAGIC), going_hits (hits of the probes meanwhile: a gone probe
  * runs no handler) and going_byte (the first byte at the site after the
  * kill: the movabs' REX prefix, 0x48, once the site has its original
- * bytes back). Before that fix the first call never returned: the site
- * still called callopt_entry, which found no probe and returned to it.
+ * bytes back) and going_site_diff (how many of the site's 10 bytes then
+ * differ from a copy taken when the module loaded, before any probe: 0
+ * once the whole instruction is back). Before that fix the first call
+ * never returned: the site still called callopt_entry, which found no
+ * probe and returned to it.
  *
  * Writing 1 to spin starts a kthread, bound to CPU 1, that calls the
  * function in a loop until the notifier stops it, so that calls run
@@ -38,6 +41,8 @@
 #include "kpx_going.h"
 
 #define KPX_GOING_CALLS	100
+/* The site's instruction: movabs $imm64, %rax. */
+#define KPX_GOING_SITE_LEN	10
 
 static bool probe;
 module_param(probe, bool, 0444);
@@ -79,6 +84,14 @@ MODULE_PARM_DESC(going_hits, "probe hits during those calls");
 static int going_byte = -1;
 module_param(going_byte, int, 0444);
 MODULE_PARM_DESC(going_byte, "the first byte at the site after the last kill");
+
+static int going_site_diff = -1;
+module_param(going_site_diff, int, 0444);
+MODULE_PARM_DESC(going_site_diff,
+		 "bytes of the site that differ from their copy at load, after the last kill (-1: unread)");
+
+/* The site's bytes when kpx_going loaded, before a probe was there. */
+static u8 site_orig[KPX_GOING_SITE_LEN];
 
 static int kpx_going_pre(struct kprobe *p, struct pt_regs *regs);
 static struct kprobe kp_first = { .pre_handler = kpx_going_pre };
@@ -160,6 +173,11 @@ int kpx_going_attach(unsigned long (*fn)(unsigned long), void *addr,
 	int ret = 0;
 
 	mutex_lock(&kpx_going_lock);
+	/* Before a probe there: what the kill must give back. */
+	if (copy_from_kernel_nofault(site_orig, addr, sizeof(site_orig))) {
+		mutex_unlock(&kpx_going_lock);
+		return -EFAULT;
+	}
 	if (probe && !first_registered) {
 		ret = kpx_going_register(&kp_first, addr);
 		first_registered = !ret;
@@ -222,8 +240,8 @@ MODULE_PARM_DESC(spin, "1: call kpx_going's function in a loop on CPU 1 until it
 static int kpx_going_notify(struct notifier_block *nb, unsigned long val,
 			    void *data)
 {
+	u8 byte, now[KPX_GOING_SITE_LEN];
 	int before, i, wrong = 0;
-	u8 byte;
 
 	if (val != MODULE_STATE_GOING)
 		return NOTIFY_DONE;
@@ -248,9 +266,15 @@ static int kpx_going_notify(struct notifier_block *nb, unsigned long val,
 	going_wrong = wrong;
 	going_hits = atomic_read(&hits_first) + atomic_read(&hits_again) - before;
 	going_byte = copy_from_kernel_nofault(&byte, (void *)site, 1) ? -1 : byte;
+	going_site_diff = -1;
+	if (!copy_from_kernel_nofault(now, (void *)site, sizeof(now))) {
+		going_site_diff = 0;
+		for (i = 0; i < KPX_GOING_SITE_LEN; i++)
+			going_site_diff += now[i] != site_orig[i];
+	}
 	goings++;
-	pr_info("kpx_going_helper: after the kill: %d calls, %d wrong, %d probe hits, site byte %02x\n",
-		going_calls, going_wrong, going_hits, going_byte & 0xff);
+	pr_info("kpx_going_helper: after the kill: %d calls, %d wrong, %d probe hits, site byte %02x, %d bytes changed\n",
+		going_calls, going_wrong, going_hits, going_byte & 0xff, going_site_diff);
 	victim_fn = NULL;
 	victim_mod = NULL;
 	WRITE_ONCE(site, 0);

@@ -4,18 +4,18 @@
 # original bytes back"). kpx_going_helper's module notifier, which runs
 # after kprobes' own when kpx_going goes, calls kpx_going's probed
 # function 100 times: each call must return the probed movabs' immediate,
-# run no probe handler, and find the site's original first byte (0x48)
-# back. Meanwhile a kthread on CPU 1 calls the function in a loop, from
-# before the rmmod until the notifier stops it: its calls run while the
-# probe is killed and the site restored, and at least 100 must return
-# after the kill, all with the right result. Before the fix the first call
-# after the kill never returned (the site still called callopt_entry,
-# which found no probe and returned to it), so rmmod hung: the test fails
-# after 60 s, and says whether rmmod keeps running (a loop) or sleeps (a
-# lock). A failed run leaves that rmmod looping: do not reuse the VM. Then kpx_going loads
-# again at the same address and a second kprobe there makes kprobes
-# prepare the killed probe anew (callopt_forget()): it must be
-# call-optimized again and hit.
+# run no probe handler, and find the site's original bytes (all 10 of the
+# movabs, as copied before the probe) back. Meanwhile a kthread on CPU 1
+# calls the function in a loop, from before the rmmod until the notifier
+# stops it: its calls run while the probe is killed and the site restored,
+# and at least 100 must return after the kill, all with the right result.
+# Before the fix the first call after the kill never returned (the site
+# still called callopt_entry, which found no probe and returned to it), so
+# rmmod hung: the test fails after 60 s, and says whether rmmod keeps
+# running (a loop) or sleeps (a lock). A failed run leaves that rmmod
+# looping: do not reuse the VM. Then kpx_going loads again at the same
+# address and a second kprobe there makes kprobes prepare the killed probe
+# anew (callopt_forget()): it must be call-optimized again and hit.
 . "$(dirname "$0")/../lib.sh"
 H=/sys/module/kpx_going_helper/parameters
 V=/sys/module/kpx_going/parameters
@@ -76,11 +76,12 @@ going() {
 	fi
 	wait $pid || fail "$1: rmmod kpx_going failed"
 	assert_eq "$(cat $H/goings)" "$((g0 + 1))" "$1: GOING notifications the helper handled"
-	note "$1: after the kill: $(cat $H/going_calls) calls, $(cat $H/going_wrong) wrong, $(cat $H/going_hits) hits, site byte $(printf %02x "$(cat $H/going_byte)")"
+	note "$1: after the kill: $(cat $H/going_calls) calls, $(cat $H/going_wrong) wrong, $(cat $H/going_hits) hits, site byte $(printf %02x "$(cat $H/going_byte)"), $(cat $H/going_site_diff) of 10 bytes changed"
 	assert_eq "$(cat $H/going_calls)" 100 "$1: calls after the kill"
 	assert_eq "$(cat $H/going_wrong)" 0 "$1: calls after the kill with a wrong result"
 	assert_eq "$(cat $H/going_hits)" 0 "$1: probe hits after the kill (a gone probe runs no handler)"
 	assert_eq "$(cat $H/going_byte)" $((0x48)) "$1: first byte at the site after the kill (movabs' REX.W)"
+	assert_eq "$(cat $H/going_site_diff)" 0 "$1: bytes of the site's movabs that differ from before the probe"
 	note "$1: the loop on CPU 1: $(cat $H/spin_after_kill) calls after the kill, $(cat $H/spin_wrong) wrong in all"
 	assert_eq "$(cat $H/spin_wrong)" 0 "$1: the loop's calls with a wrong result"
 	assert_num "$(cat $H/spin_after_kill)" '>=' 100 "$1: the loop's calls after the kill"
