@@ -9,10 +9,13 @@
 # frame may differ). A task stopped in callopt_handler() is unwound into
 # callopt_entry through the ORC entry of the call (its return address
 # minus one), so every entry from the call of callopt_handler() up to the
-# RET is a signal entry of type call. Read from build/vmlinux with the
-# tree's objtool (--dump=orc). Negative controls run the check on the same
-# dump with the call's entry, then one tail entry, turned back into a
-# plain call entry (signal:0): each must fail, naming that entry.
+# RET is a signal entry of type call, and the call's entry finds the
+# site's return address above the struct pt_regs that callopt_entry built
+# (sp:sp+176, PTREGS_SIZE + 8). Read from build/vmlinux with the tree's
+# objtool (--dump=orc). Negative controls run the check on the same dump
+# with the call's entry, then one tail entry, turned back into a plain
+# call entry (signal:0), and with the call's entry 8 bytes off: each must
+# fail, naming that entry.
 . "$(dirname "$0")/../lib.sh"
 VMLINUX=$BUILD/vmlinux
 OBJTOOL=$BUILD/kobj/tools/objtool/objtool
@@ -61,8 +64,11 @@ for x in range(call, last + 1):
         bad.append("%s %x: %s (want a call entry, signal:1)" %
                    ("call" if x < after else "tail", x, e))
         break
-if not [a for a, r in ents if a == call]:
+ce = [r for a, r in ents if a == call]
+if not ce:
     bad.append("no ORC entry starts at %x, the call" % call)
+elif "sp:sp+176 " not in ce[0] + " ":
+    bad.append("call %x: %s (want sp:sp+176, struct pt_regs and the return address)" % (call, ce[0]))
 if bad:
     print("\n".join(bad))
     sys.exit(1)
@@ -107,4 +113,10 @@ for what in call:$call tail:$(printf '%x' $((16#$after + 1))); do
 	grep -q "$kind $flipped" <<< "$out" || fail "negative control ($kind): wrong finding for $flipped: $out"
 	note "negative control ($kind): $out"
 done
+# The call's entry with the hint 8 bytes off (a pt_regs one word short).
+badump=$(sed "s/^$call:\(.*\)sp:sp+176 /$call:\1sp:sp+168 /" <<< "$dump")
+[ "$badump" != "$dump" ] || fail "negative control (sp): no sp:sp+176 entry at $call to change"
+out=$(check_orc <<< "$badump") && fail "negative control (sp): the call's entry at sp+168 passed"
+grep -q "call $call: .*want sp:sp+176" <<< "$out" || fail "negative control (sp): wrong finding: $out"
+note "negative control (sp): $out"
 echo ok
