@@ -186,6 +186,13 @@ check: all bench-tool detach-tool
 check-upstream: kernel-src
 	@scripts/check/check-upstream $(STEPS)
 
+# The negative control of vm/test_detach_race: the VM kernel at the patch
+# before the detach fix, one boot per attach path; every row must fail
+# there (scripts/check/detach-negative).
+.PHONY: detach-negative
+detach-negative: kernel-src detach-tool
+	@scripts/check/detach-negative
+
 # A test_progs with only TESTS (prog_tests names), against build/kobj, run
 # in one VM boot: a quick check of the series' own tests, not a
 # replacement for check-upstream (scripts/check/tp-subset).
