@@ -44,8 +44,10 @@ kernel-config: kernel-src
 
 kernel: kernel-config
 	@echo "kernel: building in $(KOBJ)"
-	@flock $(BUILD)/.kbuild.lock scripts/build/kbuild-progress kernel $(BUILD)/kbuild.log -- \
-		$(KMAKE) O=$(KOBJ) all || \
+	@scripts/build/kbuild-stamp check $(KSRC) $(KOBJ) kernel all || { \
+		scripts/build/kbuild-stamp begin $(KSRC) $(KOBJ) kernel all && \
+		flock $(BUILD)/.kbuild.lock scripts/build/kbuild-progress kernel $(BUILD)/kbuild.log -- \
+		$(KMAKE) O=$(KOBJ) all && scripts/build/kbuild-stamp end $(KSRC) $(KOBJ); } || \
 		{ tail -40 $(BUILD)/kbuild.log; echo "kernel: build failed, see build/kbuild.log"; exit 1; }
 	@scripts/build/update-file $(KOBJ)/arch/x86/boot/bzImage $(BUILD)/bzImage
 	@scripts/build/update-file $(KOBJ)/vmlinux $(BUILD)/vmlinux
@@ -54,8 +56,10 @@ kernel: kernel-config
 kernel-debug: kernel-src
 	@scripts/build/kernel-config $(KSRC) $(KOBJ_DEBUG) kernel/configs/vm.config kernel/configs/debug.config
 	@echo "kernel-debug: building in $(KOBJ_DEBUG)"
-	@flock $(BUILD)/.kbuild.lock scripts/build/kbuild-progress kernel-debug $(BUILD)/kbuild-debug.log -- \
-		$(KMAKE) O=$(KOBJ_DEBUG) all || \
+	@scripts/build/kbuild-stamp check $(KSRC) $(KOBJ_DEBUG) kernel-debug all || { \
+		scripts/build/kbuild-stamp begin $(KSRC) $(KOBJ_DEBUG) kernel-debug all && \
+		flock $(BUILD)/.kbuild.lock scripts/build/kbuild-progress kernel-debug $(BUILD)/kbuild-debug.log -- \
+		$(KMAKE) O=$(KOBJ_DEBUG) all && scripts/build/kbuild-stamp end $(KSRC) $(KOBJ_DEBUG); } || \
 		{ tail -40 $(BUILD)/kbuild-debug.log; echo "kernel-debug: build failed, see build/kbuild-debug.log"; exit 1; }
 	@scripts/build/update-file $(KOBJ_DEBUG)/arch/x86/boot/bzImage $(BUILD)/bzImage-debug
 	@scripts/build/update-file $(KOBJ_DEBUG)/vmlinux $(BUILD)/vmlinux-debug

@@ -33,3 +33,54 @@ assert_eq "$(stat -c %Y "$BUILD/bzImage")" "$before" "bzImage mtime after a no-o
 if grep -E '^  (CC|LD|AR|BTF) ' "$BUILD/kbuild.log"; then
 	fail "a no-op make kernel rebuilt something (see above)"
 fi
+
+# A build known to be up to date (scripts/build/kbuild-stamp) does not wait
+# for build/.kbuild.lock: a matrix row that boots a flavour built before
+# must not wait for another flavour's build.
+[ -f "$BUILD/kobj/.kpx-built" ] || fail "no build stamp after make kernel"
+exec {lk}> "$BUILD/.kbuild.lock"
+flock "$lk"
+timeout 600 make -C "$KPX_ROOT" -s kernel > "$BUILD/test-kernel-rebuild.log" 2>&1 ||
+	fail "make kernel with the stamp current and the lock held here: rc $? (did it wait for the lock?)"
+# Negative control: without the stamp, the same make goes for the lock and
+# waits there (its flock shows up while this test holds the lock).
+mv "$BUILD/kobj/.kpx-built" "$BUILD/kobj/.kpx-built.saved"
+make -C "$KPX_ROOT" -s kernel > "$BUILD/test-kernel-rebuild.log" 2>&1 &
+mk=$!
+pat="flock $BUILD/.kbuild.lock scripts/build/kbuild-progress kernel "
+waiter=
+for _ in $(seq 600); do
+	waiter=$(pgrep -f "$pat") && break
+	kill -0 "$mk" 2> /dev/null || break
+	sleep 1
+done
+[ -z "$waiter" ] || kill $waiter
+wait "$mk"
+mv "$BUILD/kobj/.kpx-built.saved" "$BUILD/kobj/.kpx-built"
+rm -f "$BUILD/kobj/.kpx-building"
+exec {lk}>&-
+[ -n "$waiter" ] || fail "make kernel without a stamp did not wait for the lock held here"
+
+# The stamp's rules, on a scratch tree: the same commit, .config and words
+# only; a dirty tree never matches; "begin" drops the stamp.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+st=$KPX_ROOT/scripts/build/kbuild-stamp
+git -C "$tmp" init -q && echo a > "$tmp/f" && git -C "$tmp" add f &&
+	git -C "$tmp" -c user.name=t -c user.email=t@t commit -qm a || fail "scratch git tree"
+mkdir "$tmp/o" && echo CONFIG_A=y > "$tmp/o/.config" && : > "$tmp/o/vmlinux"
+"$st" check "$tmp" "$tmp/o" w && fail "stamp check passed with no stamp"
+"$st" begin "$tmp" "$tmp/o" w && "$st" end "$tmp" "$tmp/o" || fail "kbuild-stamp begin/end"
+"$st" check "$tmp" "$tmp/o" w || fail "stamp check failed right after a build"
+"$st" check "$tmp" "$tmp/o" x && fail "stamp check passed for other make words"
+echo CONFIG_B=y >> "$tmp/o/.config"
+"$st" check "$tmp" "$tmp/o" w && fail "stamp check passed after .config changed"
+"$st" begin "$tmp" "$tmp/o" w && "$st" end "$tmp" "$tmp/o"
+echo b > "$tmp/f"
+"$st" check "$tmp" "$tmp/o" w && fail "stamp check passed on a dirty tree"
+"$st" begin "$tmp" "$tmp/o" w && "$st" end "$tmp" "$tmp/o"
+[ -f "$tmp/o/.kpx-built" ] && fail "a dirty tree's build left a stamp"
+echo a > "$tmp/f"
+"$st" begin "$tmp" "$tmp/o" w
+"$st" check "$tmp" "$tmp/o" w && fail "stamp check passed during a build (after begin, before end)"
+echo "PASS: kernel build (config, code generation, no-op rebuild, build stamp)"
