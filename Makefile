@@ -222,7 +222,7 @@ check-debug: all kernel-debug modules-debug $(BUILD)/sites-debug.env $(BUILD)/ca
 comma := ,
 CONFIG_TESTS_DIR = $(BUILD)/check-configs/tests-$(subst $(comma),-,$(CONFIG_TESTS))
 .PHONY: check-configs
-check-configs: all
+check-configs: all bench-tool detach-tool
 	@rc=0; scripts/check/check-configs $(if $(CONFIG_TESTS),--tests $(CONFIG_TESTS)) $(CONFIGS) || rc=$$?; \
 		$(if $(CONFIG_TESTS), \
 		scripts/build/update-doc-block docs/configs.md check-configs-tests $(CONFIG_TESTS_DIR)/results.md;, \
