@@ -25,11 +25,17 @@ grep -qx ret <<< "$insns" && fail "$GETPGID_FUNC has a bare ret (want the return
 objdump -d --disassemble="$GETPGID_FUNC" "$BUILD/vmlinux" | grep -q 'jmp.*<__x86_return_thunk>' ||
 	fail "$GETPGID_FUNC does not return through __x86_return_thunk"
 
-# Incremental: nothing changed, nothing rebuilt.
+# Incremental: nothing changed, nothing rebuilt. The stamp goes first, so
+# that kbuild itself runs and writes a new build/kbuild.log (with a current
+# stamp, make kernel skips kbuild and leaves the last build's log alone).
 before=$(stat -c %Y "$BUILD/bzImage")
+rm -f "$BUILD/kobj/.kpx-built"
+log_before=$(stat -c %Y.%s "$BUILD/kbuild.log" 2> /dev/null || echo none)
 make -C "$KPX_ROOT" -s kernel > "$BUILD/test-kernel-rebuild.log" 2>&1 ||
 	fail "make kernel failed: $(tail -5 "$BUILD/test-kernel-rebuild.log")"
 assert_eq "$(stat -c %Y "$BUILD/bzImage")" "$before" "bzImage mtime after a no-op make kernel"
+[ "$(stat -c %Y.%s "$BUILD/kbuild.log" 2> /dev/null)" != "$log_before" ] ||
+	fail "make kernel without a stamp did not run kbuild (build/kbuild.log unchanged)"
 if grep -E '^  (CC|LD|AR|BTF) ' "$BUILD/kbuild.log"; then
 	fail "a no-op make kernel rebuilt something (see above)"
 fi
