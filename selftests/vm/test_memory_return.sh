@@ -68,7 +68,18 @@ note "delta: SUnreclaim $((s1 - s0)) kB, VmallocUsed $((v1 - v0)) kB, Percpu $((
 # counter only catches leaks of about 440 bytes per link or more (a
 # trace_kprobe, a perf event); vmalloc and per-CPU memory are exact enough
 # for one page or one per-CPU list. Smaller leaks: kmemleak, below.
-[ $((s1 - s0)) -le 512 ] || fail "unreclaimable slab grew by $((s1 - s0)) kB"
+# Under KASAN (the kasan row of check-configs) freed objects wait in its
+# quarantine (mm/kasan/quarantine.c: up to 1/32 of memory, drained only as
+# it overflows), and they still count in SUnreclaim: the counter moves by
+# what the quarantine holds, not by what leaked (one kasan row saw +584 kB).
+# There the slab figure is only a note; vmalloc and per-CPU memory are not
+# quarantined and keep their bounds, and kmemleak (the debug row) is the
+# check of slab leaks.
+if grep -q ' __asan_load8$' /proc/kallsyms; then
+	note "KASAN: slab delta not checked (quarantine holds freed objects, up to $(( $(meminfo MemTotal) / 32 )) kB)"
+else
+	[ $((s1 - s0)) -le 512 ] || fail "unreclaimable slab grew by $((s1 - s0)) kB"
+fi
 [ $((v1 - v0)) -le 16 ] || fail "vmalloc grew by $((v1 - v0)) kB"
 [ $((p1 - p0)) -le 16 ] || fail "per-CPU memory grew by $((p1 - p0)) kB"
 
