@@ -29,13 +29,12 @@ objdump -d --disassemble="$GETPGID_FUNC" "$BUILD/vmlinux" | grep -q 'jmp.*<__x86
 # that kbuild itself runs and writes a new build/kbuild.log (with a current
 # stamp, make kernel skips kbuild and leaves the last build's log alone).
 before=$(stat -c %Y "$BUILD/bzImage")
-rm -f "$BUILD/kobj/.kpx-built"
-log_before=$(stat -c %Y.%s "$BUILD/kbuild.log" 2> /dev/null || echo none)
+rm -f "$BUILD/kobj/.kpx-built" "$BUILD/kbuild.log"
 make -C "$KPX_ROOT" -s kernel > "$BUILD/test-kernel-rebuild.log" 2>&1 ||
 	fail "make kernel failed: $(tail -5 "$BUILD/test-kernel-rebuild.log")"
 assert_eq "$(stat -c %Y "$BUILD/bzImage")" "$before" "bzImage mtime after a no-op make kernel"
-[ "$(stat -c %Y.%s "$BUILD/kbuild.log" 2> /dev/null)" != "$log_before" ] ||
-	fail "make kernel without a stamp did not run kbuild (build/kbuild.log unchanged)"
+[ -f "$BUILD/kbuild.log" ] ||
+	fail "make kernel without a stamp did not run kbuild (no build/kbuild.log)"
 if grep -E '^  (CC|LD|AR|BTF) ' "$BUILD/kbuild.log"; then
 	fail "a no-op make kernel rebuilt something (see above)"
 fi
