@@ -8,12 +8,18 @@ BUILD=$KPX_ROOT/build
 # or stock (the unpatched kernel of scripts/build/kernel-stock).
 # Other flavours (scripts/build/kernel-flavour: -kpx-dynamic, -kpx-nocount) the
 # same way: uname -r ends in -kpx-NAME, the artifacts in -NAME.
+# Debian's own image (the stock kernel of the debian-* rows of
+# check-configs: scripts/build/debian-image), uname -r 6.12.N+deb12-FLAVOUR,
+# maps to -debian-FLAVOUR-stock (scripts/build/debian-stock-artifacts).
 case "$(uname -r)" in
 *-kpx) SFX= ;;
 *-kpx-*) SFX=-$(uname -r | sed 's/.*-kpx-//') ;;
+*+deb12-*) SFX=-debian-$(uname -r | sed 's/.*+deb12-//')-stock ;;
 *) SFX= ;;
 esac
 KOBJ=$BUILD/kobj$SFX
+# A kernel without the series: ours built unpatched (-stock) or Debian's own.
+stock_kernel() { [[ $SFX == *-stock ]]; }
 SITES=$BUILD/sites$SFX.env
 # KPX_MODDIR: test modules built for another kernel (a before/after run).
 MODDIR=${KPX_MODDIR:-$BUILD/modules$SFX}

@@ -82,12 +82,15 @@ incomplete=$(jq -c 'select(
 [ -z "$incomplete" ] || fail "incomplete or unexpected site results: $incomplete"
 
 # Where the mechanism came from: the link info on our kernels, debugfs on stock.
-if [ "$SFX" = -stock ]; then want_src=debugfs; else want_src=link_info; fi
+if stock_kernel; then want_src=debugfs; else want_src=link_info; fi
 other=$(jq -r "select(.result == \"attached\" and .mech_source != \"$want_src\") | .site" "$j" | head -3)
 [ -z "$other" ] || fail "mechanism not from $want_src: $other"
 
 count() { jq -s "[.[] | select($1)] | length" "$j"; }
-for m in callopt int3 ftrace; do
+# Stock has no callopt: its single-instruction sites are jmpopt.
+mechs="callopt int3 ftrace"
+! stock_kernel || mechs="jmpopt int3 ftrace"
+for m in $mechs; do
 	n=$(count ".mechanism == \"$m\"")
 	[ "$n" -gt 0 ] || fail "no site got $m"
 	note "$m: $n sites"
@@ -110,7 +113,7 @@ assert_eq "$(site ctl-midinsn .result)/$(site ctl-midinsn .error)" refused/EILSE
 func_addr=$(jq -r "select(.site == \"$GETPGID_FUNC+0x0\") | .addr" "$j")
 [ -n "$func_addr" ] || fail "no result for $GETPGID_FUNC+0x0"
 fentry=$(printf '0x%x' $(( func_addr + GETPGID_FENTRY )))
-if [ "$SFX" = -stock ]; then
+if stock_kernel; then
 	assert_eq "$(site ctl-fentry-inner .result)/$(site ctl-fentry-inner .error)" refused/EILSEQ \
 		"inside the fentry call on stock"
 else
@@ -129,7 +132,7 @@ ref() { # OFFSET FIELD
 }
 assert_eq "$(ref "$GETPGID_FENTRY" .mechanism)" ftrace "$GETPGID_FUNC+$GETPGID_FENTRY"
 [ "$(ref "$GETPGID_FENTRY" .hits)" -gt 0 ] || fail "$GETPGID_FUNC+$GETPGID_FENTRY never hit"
-if [ "$SFX" = -stock ]; then want=jmpopt; else want=callopt; fi
+if stock_kernel; then want=jmpopt; else want=callopt; fi
 assert_eq "$(ref "$GETPGID_SINGLE" .mechanism)" $want "$GETPGID_FUNC+$GETPGID_SINGLE"
 [ "$(ref "$GETPGID_SINGLE" .hits)" -gt 0 ] || fail "$GETPGID_FUNC+$GETPGID_SINGLE never hit"
 # handle_softirqs: every boundary was tried and the softirq ran through probes.
