@@ -21,6 +21,14 @@ struct kpctl_count {
 struct kpctl_regs {
 	__u64 seq;		/* number of captures so far */
 	__u64 words[KPCTL_REGS_WORDS];
+	/*
+	 * sp at the entry of the syscall function earlier in the same syscall
+	 * (kpctl_regs_anchor), 0 when it did not run since the last capture.
+	 * The kernel may put a random offset on the stack of each syscall
+	 * (RANDOMIZE_KSTACK_OFFSET, on by default in Debian's kernels), so
+	 * two hits' sp are compared relative to this.
+	 */
+	__u64 anchor_sp;
 };
 
 #endif /* KPCTL_H */

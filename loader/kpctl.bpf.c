@@ -8,6 +8,7 @@
  *   counting hits per cookie and runs that happen after every link is gone;
  *   kpctl_links_multi: the same for 'links --multi', in one kprobe_multi link;
  * - kpctl_regs: copies the pt_regs its kprobe handler gets into a map;
+ *   kpctl_regs_anchor: notes sp at the syscall function's entry for it;
  * - kpctl_read_text: reads kernel text for 'explain' (BPF_PROG_RUN).
  */
 #include "vmlinux.h"
@@ -41,6 +42,9 @@ struct {
 } regs_out SEC(".maps");
 
 char text_buf[KPCTL_TEXT_MAX];
+
+/* sp at the last entry of the syscall function (kpctl_regs_anchor). */
+__u64 regs_anchor_sp;
 
 static __always_inline int count_hit(void *ctx)
 {
@@ -140,7 +144,19 @@ int kpctl_regs(struct pt_regs *ctx)
 	if (!r)
 		return 0;
 	bpf_probe_read_kernel(r->words, sizeof(r->words), ctx);
+	/* Each capture takes a fresh anchor, never one of an earlier syscall. */
+	r->anchor_sp = regs_anchor_sp;
+	regs_anchor_sp = 0;
 	__sync_fetch_and_add(&r->seq, 1);
+	return 0;
+}
+
+SEC("kprobe")
+int kpctl_regs_anchor(struct pt_regs *ctx)
+{
+	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+		return 0;
+	regs_anchor_sp = PT_REGS_SP(ctx);
 	return 0;
 }
 

@@ -4,7 +4,10 @@
  * the kpctl_regs program into a map. With --compare, the same probe is
  * captured twice in this process, pinned to one CPU: once with the
  * mechanism the kernel chose and once as int3 (debug.kprobes-optimization
- * set to 0 meanwhile, and restored), and the two must agree.
+ * set to 0 meanwhile, and restored), and the two must agree. sp is compared
+ * relative to sp at the entry of the syscall function in the same syscall
+ * (a second probe, kpctl_regs_anchor): a kernel with RANDOMIZE_KSTACK_OFFSET
+ * on (Debian's default) moves the stack of each syscall by a random offset.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,7 +32,11 @@ struct capture {
 	char mechanism[16];
 	const char *source;	/* where the mechanism came from */
 	__u64 w[KPCTL_REGS_WORDS];
+	__u64 anchor_sp;	/* 0: no anchor (no --compare, or it missed) */
 };
+
+/* The anchor: outermost in the getpgid chain, so it runs before every site. */
+#define REGS_ANCHOR "__x64_sys_getpgid"
 
 struct regs_opts {
 	bool compare;
@@ -75,6 +82,7 @@ static int capture_once(struct kpctl_bpf *skel, struct probe *p, bool trigger,
 		usleep(1000);
 	}
 	memcpy(c->w, after.words, sizeof(c->w));
+	c->anchor_sp = after.anchor_sp;
 	probe_mechanism(p);
 	snprintf(c->mechanism, sizeof(c->mechanism), "%s", p->mechanism);
 	c->source = p->mech_source;
@@ -99,6 +107,9 @@ static int compare(const struct probe *p, const struct capture *c, int n, char *
 		for (int k = 0; k < n; k++) {
 			if (i == REG_IP)
 				ok &= c[k].w[i] == p->addr + 1;
+			else if (i == REG_SP)
+				ok &= c[k].anchor_sp && c[0].anchor_sp &&
+				      c[k].w[i] - c[k].anchor_sp == c[0].w[i] - c[0].anchor_sp;
 			else if (reg_checked(i) && k)
 				ok &= c[k].w[i] == c[0].w[i];
 		}
@@ -128,6 +139,17 @@ static void print_regs_json(const struct probe *p, const struct capture *c, int 
 		for (int i = 0; i < KPCTL_REGS_WORDS; i++)
 			jw_hex_field(w, reg_names[i], c[k].w[i]);
 		jw_end_object(w);
+		if (n > 1) {
+			jw_string_field(w, "anchor", REGS_ANCHOR);
+			if (c[k].anchor_sp) {
+				jw_hex_field(w, "anchor_sp", c[k].anchor_sp);
+				jw_int_field(w, "sp_from_anchor",
+					     (long long)(c[k].w[REG_SP] - c[k].anchor_sp));
+			} else {
+				jw_null_field(w, "anchor_sp");
+				jw_null_field(w, "sp_from_anchor");
+			}
+		}
 		jw_end_object(w);
 	}
 	jw_end_array(w);
@@ -139,7 +161,8 @@ static void print_regs_json(const struct probe *p, const struct capture *c, int 
 		for (tok = strtok_r(names, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
 			jw_string(w, tok);
 		jw_end_array(w);
-		jw_string_field(w, "rule", "15 GPRs, orig_ax, cs, flags, sp equal; ip == addr + 1");
+		jw_string_field(w, "rule", "15 GPRs, orig_ax, cs, flags equal; sp - anchor_sp equal; "
+				 "ip == addr + 1");
 		jw_end_object(w);
 	}
 	json_end();
@@ -162,6 +185,9 @@ static void print_regs_text(const struct probe *p, const struct capture *c, int 
 		}
 		if (n > 1 && i == REG_IP)
 			printf(" %s", strstr(bad, "ip") ? "MISMATCH (want addr + 1)" : "= addr + 1");
+		else if (n > 1 && i == REG_SP)
+			printf(" %s relative to sp at %s's entry",
+			       strstr(bad, "sp") ? "MISMATCH" : "equal", REGS_ANCHOR);
 		else if (n > 1 && !reg_checked(i))
 			printf(" %s", same ? "equal (not checked)" : "differs (not checked)");
 		else if (n > 1)
@@ -170,7 +196,8 @@ static void print_regs_text(const struct probe *p, const struct capture *c, int 
 	}
 	if (n > 1)
 		printf("kpctl: %s\n", mismatches ? "pt_regs DIFFER between the mechanisms" :
-		       "pt_regs agree (GPRs, orig_ax, cs, flags, sp; ip == addr + 1)");
+		       "pt_regs agree (GPRs, orig_ax, cs, flags, sp from the syscall's entry; "
+		       "ip == addr + 1)");
 }
 
 static void usage_regs(FILE *f)
@@ -185,9 +212,12 @@ static void usage_regs(FILE *f)
 "  -c, --compare       capture twice in this process, pinned to one CPU: with\n"
 "                      the mechanism the kernel chose, then as int3 (writes 0 to\n"
 "                      " KPROBES_OPTIMIZATION ", restored afterwards, also\n"
-"                      on error or Ctrl-C). The 15 GPRs, orig_ax, cs, flags and\n"
-"                      sp must be equal and ip == site + 1 in both; exit 1 if not\n"
-"                      (ss is shown but not compared). Needs a triggerable site\n"
+"                      on error or Ctrl-C). The 15 GPRs, orig_ax, cs and flags\n"
+"                      must be equal, sp too relative to sp at the entry of\n"
+"                      " REGS_ANCHOR " in the same syscall (a second probe:\n"
+"                      the kernel may randomize each syscall's stack offset),\n"
+"                      and ip == site + 1 in both; exit 1 if not (ss is shown\n"
+"                      but not compared). Needs a triggerable site\n"
 "  -t, --timeout S     wait up to S s for a hit (default 10)\n"
 "  -w, --wait-opt S    wait up to S s for the probe to be optimized before the\n"
 "                      first capture (default 2)\n"
@@ -312,7 +342,7 @@ int cmd_regs(int argc, char **argv)
 	struct regs_opts o = {};
 	struct kpctl_bpf *skel = NULL;
 	struct capture c[2] = {};
-	struct probe p;
+	struct probe p, anchor = {};
 	char bad[256] = "";
 	int ret, n, mismatches = 0;
 	bool trigger;
@@ -339,13 +369,22 @@ int cmd_regs(int argc, char **argv)
 		return EXIT_FAIL;
 	if (trigger)
 		skel->rodata->target_tgid = getpid();
-	if (load_skel(skel, "kpctl_regs", NULL))
+	if (load_skel(skel, "kpctl_regs", o.compare ? "kpctl_regs_anchor" : NULL, NULL))
 		goto out;
+	if (o.compare) {
+		parse_spec(REGS_ANCHOR, &anchor);
+		ret = attach_probe(skel->progs.kpctl_regs_anchor, &anchor, 0);
+		if (ret) {
+			attach_failed(&anchor, ret);
+			ret = EXIT_FAIL;
+			goto out;
+		}
+	}
 	ret = attach_probe(skel->progs.kpctl_regs, &p, 0);
 	if (ret) {
 		attach_failed(&p, ret);
 		ret = EXIT_FAIL;
-		goto out;
+		goto detach_anchor;
 	}
 	ret = EXIT_FAIL;
 	if (run_captures(skel, &p, &o, trigger, c))
@@ -360,6 +399,8 @@ int cmd_regs(int argc, char **argv)
 	ret = mismatches ? EXIT_FAIL : EXIT_OK;
 detach:
 	detach_probe(&p);
+detach_anchor:
+	detach_probe(&anchor);
 out:
 	kpctl_bpf__destroy(skel);
 	return ret;

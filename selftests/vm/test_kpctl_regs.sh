@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kpctl regs: a handler sees the same pt_regs with callopt and with the jump
-# optimization as with int3 at the same site; the optimization knob is
+# optimization as with int3 at the same site (sp relative to the syscall's
+# entry, as the stack offset of each syscall may be random); the optimization knob is
 # restored; entry (ftrace) sites cannot be compared; waiting for a hit works.
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
@@ -21,11 +22,20 @@ compare() { # SPEC MECHANISM
 	for k in 0 1; do
 		assert_eq "$(jq -r ".captures[$k].regs.ip" <<< "$json")" \
 			"$(printf '0x%x' $((addr + 1)))" "ip of capture $k at $1"
-		for r in sp flags ax di si bx; do
+		for r in flags ax di si bx; do
 			assert_eq "$(jq -r ".captures[$k].regs.$r" <<< "$json")" \
 				"$(jq -r ".captures[0].regs.$r" <<< "$json")" "$r of capture $k at $1"
 		done
+		# sp relative to sp at the syscall's entry (Debian's kernels move
+		# each syscall's stack by a random offset): a site below it.
+		assert_eq "$(jq -r ".captures[$k].anchor" <<< "$json")" __x64_sys_getpgid "anchor of capture $k"
+		assert_match "$(jq -r ".captures[$k].anchor_sp" <<< "$json")" '^0xffff' "anchor sp of capture $k"
+		assert_num "$(json_num "$(jq -c ".captures[$k]" <<< "$json")" .sp_from_anchor)" '<' 0 \
+			"sp below the syscall's entry, capture $k at $1"
+		assert_eq "$(jq -r ".captures[$k].sp_from_anchor" <<< "$json")" \
+			"$(jq -r ".captures[0].sp_from_anchor" <<< "$json")" "sp from the anchor, capture $k at $1"
 	done
+	note "sp at the anchor: $(jq -r '[.captures[].anchor_sp] | join(" ")' <<< "$json")"
 	assert_match "$(jq -r .captures[0].regs.sp <<< "$json")" '^0xffff' "kernel sp"
 	assert_eq "$(cat $OPTIMIZE)" 1 "optimization restored after $1"
 	assert_no_kprobes
