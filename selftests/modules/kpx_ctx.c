@@ -24,6 +24,14 @@
  *                how often the competitor ran while the target's loop,
  *                which has no scheduling point of its own, was running;
  *                it must be 0 on preempt=none and preempt=voluntary
+ *   exp=flags    the flags on both sides of the displaced instruction
+ *                (flags_bad=0, hits=iters): site=exit is "cmpl $imm32,
+ *                %eax", whose ZF the code after the site reads (callopt_exit
+ *                returns to it); site=entry is "adcl $imm32, %eax", which
+ *                adds the carry of a cmp before the site (callopt_entry
+ *                returns to the buffer that runs it). Call depth
+ *                tracking's return thunk changes the flags, so both
+ *                trampolines must return around it
  *   exp=unwind   the competitor takes a reliable stack trace (as
  *                arch_stack_walk_reliable() does) of the target stopped
  *                in the probe's exit: at_exit= samples show callopt_exit,
@@ -46,16 +54,17 @@
 #include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
+#include <linux/unaligned.h>
 #include <asm/irqflags.h>
 #include <asm/preempt.h>
 #include <asm/unwind.h>
 
 static char *exp = "df";
 module_param(exp, charp, 0444);
-MODULE_PARM_DESC(exp, "experiment: df, ac, preempt, unwind");
+MODULE_PARM_DESC(exp, "experiment: df, ac, preempt, unwind, flags");
 static char *site = "plain";
 module_param(site, charp, 0444);
-MODULE_PARM_DESC(site, "unwind experiment site: plain or push");
+MODULE_PARM_DESC(site, "site of exp=unwind: plain or push; of exp=flags: exit or entry");
 static unsigned int iters = 20000;
 module_param(iters, uint, 0444);
 static unsigned int period = 16;
@@ -96,6 +105,57 @@ static noinline unsigned long kpx_ctx_stac(void)
 	return fl;
 }
 
+/* The imm32 of the flags sites, which marks them. */
+#define KPX_FLAGS_IMM 0x6b70785fU
+
+/* exp=flags site=exit: the site is "cmpl $KPX_FLAGS_IMM, %eax" (3d imm32). */
+static noinline unsigned long kpx_ctx_flags_exit(unsigned long v)
+{
+	unsigned char z;
+
+	asm volatile("cmpl %[imm], %k[v]\n\t"
+		     "setz %[z]"
+		     : [z] "=q" (z) : [v] "a" (v), [imm] "i" (KPX_FLAGS_IMM) : "cc", "memory");
+	return z;
+}
+
+/*
+ * exp=flags site=entry: the site is "adcl $KPX_FLAGS_IMM + 1, %eax"
+ * (15 imm32). Returns the carry the cmp before it set: 1 when a < b.
+ */
+static noinline unsigned long kpx_ctx_flags_entry(unsigned long a, unsigned long b)
+{
+	unsigned long r = 0;
+
+	asm volatile("cmpq %[b], %[a]\n\t"
+		     "adcl %[imm], %k[r]"
+		     : [r] "+a" (r) : [a] "r" (a), [b] "r" (b), [imm] "i" (KPX_FLAGS_IMM + 1)
+		     : "cc", "memory");
+	return r - (KPX_FLAGS_IMM + 1);
+}
+
+/* One call of the flags target: 1 when it computed the wrong result. */
+static unsigned long kpx_flags_check(unsigned int i)
+{
+	unsigned long want = !(i & 1);
+
+	if (!strcmp(site, "entry"))
+		return kpx_ctx_flags_entry(i & 1, 1) != want;
+	return kpx_ctx_flags_exit(KPX_FLAGS_IMM + (i & 1)) != want;
+}
+
+/* Offset of the flags site (@op, then KPX_FLAGS_IMM + @add) in @fn. */
+static int kpx_flags_offset(const void *fn, u8 op, u32 add)
+{
+	const u8 *p = fn;
+	int i;
+
+	for (i = 0; i < 128; i++)
+		if (p[i] == op && get_unaligned((u32 *)(p + i + 1)) == KPX_FLAGS_IMM + add)
+			return i;
+	return -1;
+}
+
 /* Never called: only its address is pushed. */
 static noinline void kpx_ctx_decoy(void)
 {
@@ -120,10 +180,11 @@ struct kpx_ctx {
 	unsigned long (*target)(void);
 	struct task_struct *tgt, *comp;
 	unsigned int cpu;
-	bool in_loop, stop, want_unwind;
+	bool in_loop, stop, want_unwind, want_flags;
 	unsigned long hits, handler_df, regs_df, regs_ac, after_df, after_ac;
 	unsigned long switched, ac_lost, ac_leaked, comp_runs, comp_in_loop;
 	unsigned long samples, at_exit, reliable, wrong, unreliable;
+	unsigned long flags_bad;
 	char first_wrong[256];
 	int mech_registered, mech_before, mech_after;
 	bool done;
@@ -251,7 +312,13 @@ static int kpx_tgt_fn(void *unused)
 	/* No scheduling point of its own in this loop. */
 	for (i = 0; i < iters; i++) {
 		unsigned long sw = current->nvcsw + current->nivcsw;
-		unsigned long fl = ctx.target();
+		unsigned long fl;
+
+		if (ctx.want_flags) {
+			ctx.flags_bad += kpx_flags_check(i);
+			continue;
+		}
+		fl = ctx.target();
 
 		if (current->nvcsw + current->nivcsw != sw) {
 			ctx.switched++;
@@ -294,6 +361,7 @@ static int kpx_result_show(struct seq_file *m, void *v)
 		   ctx.switched, ctx.ac_lost, ctx.ac_leaked, ctx.comp_runs, ctx.comp_in_loop);
 	seq_printf(m, "samples=%lu\nat_exit=%lu\nreliable=%lu\nwrong=%lu\nunreliable=%lu\n",
 		   ctx.samples, ctx.at_exit, ctx.reliable, ctx.wrong, ctx.unreliable);
+	seq_printf(m, "flags_bad=%lu\n", ctx.flags_bad);
 	seq_printf(m, "first_wrong=%s\nsmap=%d\ndone=%d\n", ctx.first_wrong,
 		   boot_cpu_has(X86_FEATURE_SMAP), ctx.done);
 	return 0;
@@ -316,15 +384,26 @@ static int __init kpx_ctx_init(void)
 		ctx.want_unwind = true;
 		push = !strcmp(site, "push");
 		ctx.target = push ? kpx_ctx_push : kpx_ctx_plain;
+	} else if (!strcmp(exp, "flags") && (!strcmp(site, "exit") || !strcmp(site, "entry"))) {
+		ctx.want_flags = true;
+		period = 0;
 	} else {
-		pr_err("kpx_ctx: unknown exp=%s\n", exp);
+		pr_err("kpx_ctx: unknown exp=%s (site=%s)\n", exp, site);
 		return -EINVAL;
 	}
-	off = kpx_site_offset(ctx.target, push);
+	if (!ctx.want_flags) {
+		off = kpx_site_offset(ctx.target, push);
+		ctx.kp.addr = (kprobe_opcode_t *)ctx.target + off;
+	} else if (!strcmp(site, "exit")) {
+		off = kpx_flags_offset(kpx_ctx_flags_exit, 0x3d, 0);
+		ctx.kp.addr = (kprobe_opcode_t *)kpx_ctx_flags_exit + off;
+	} else {
+		off = kpx_flags_offset(kpx_ctx_flags_entry, 0x15, 1);
+		ctx.kp.addr = (kprobe_opcode_t *)kpx_ctx_flags_entry + off;
+	}
 	if (off < 0)
 		return -ENOENT;
 
-	ctx.kp.addr = (kprobe_opcode_t *)ctx.target + off;
 	ctx.kp.pre_handler = kpx_pre;
 	ret = register_kprobe(&ctx.kp);
 	if (ret)

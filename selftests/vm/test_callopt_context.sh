@@ -9,6 +9,8 @@
 #           only: none on preempt=none or preempt=voluntary
 #  unwind   a reliable stack trace of a task stopped in callopt_exit is
 #           right; a site that moves the stack pointer is not callopt
+#  flags    the probed code's flags survive both trampolines' returns
+#           (call depth tracking's return thunk changes them)
 #  traced   with TRACE_PREEMPT_TOGGLE, the preemptirq tracepoints see the
 #           exit's preempt_enable() pair each preempt_disable() of a hit
 . "$(dirname "$0")/../lib.sh"
@@ -103,6 +105,20 @@ want at_exit -eq 0
 m=$(val mech)
 [ "$m" != $CALLOPT_MECH ] || fail "pushq site is callopt"
 note "pushq site: mechanism $m (not callopt)"
+
+# The flags the probed code computes, on both sides of the displaced
+# instruction: a cmp whose ZF is tested after the site (callopt_exit returns
+# there), and an adc that adds the carry of a cmp before the site
+# (callopt_entry returns into the buffer that runs it). Under call depth
+# tracking (retbleed=stuff) a return through call_depth_return_thunk would
+# change them: test_mitigations says which return thunk this boot uses.
+note "return thunk: $(dmesg | grep -o 'active return thunk: .*' | tail -n1)"
+for s in exit entry; do
+	run flags site=$s
+	want mech -eq $CALLOPT_MECH
+	want hits -eq 20000
+	want flags_bad -eq 0
+done
 
 # Where preempt_disable() is traced (TRACE_PREEMPT_TOGGLE, the debug
 # flavour), every 0->1 transition in callopt_handler() must be paired with a
