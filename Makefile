@@ -222,6 +222,13 @@ check-debug: all kernel-debug modules-debug $(BUILD)/sites-debug.env $(BUILD)/ca
 comma := ,
 CONFIG_TESTS_DIR = $(BUILD)/check-configs/tests-$(subst $(comma),-,$(CONFIG_TESTS))
 .PHONY: check-configs
+# Does the series apply to, and build on, the newest linux-source-6.12 that
+# Debian offers? The pin (kernel/source-version) does not move: that stays a
+# deliberate commit. One line in build/source-check/result.md.
+.PHONY: check-source
+check-source:
+	@scripts/check/check-source
+
 check-configs: all bench-tool detach-tool
 	@rc=0; scripts/check/check-configs $(if $(CONFIG_TESTS),--tests $(CONFIG_TESTS)) $(CONFIGS) || rc=$$?; \
 		$(if $(CONFIG_TESTS), \
