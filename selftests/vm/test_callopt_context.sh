@@ -65,13 +65,22 @@ want regs_df -eq 20000
 want after_df -eq 20000
 
 run ac
-want smap -eq 1
+# Without SMAP (QEMU's qemu64 model) STAC and CLAC are patched out: AC is
+# never set, and there is nothing to leak or lose. The module must agree
+# with /proc/cpuinfo about SMAP.
+if grep -qw smap /proc/cpuinfo; then smap=1; else smap=0; fi
+want smap -eq $smap
 want mech -eq $CALLOPT_MECH
 want hits -eq 20000
-want regs_ac -eq 20000
-want after_ac -eq 20000
 want ac_lost -eq 0
 want ac_leaked -eq 0
+if [ $smap = 1 ]; then
+	want regs_ac -eq 20000
+	want after_ac -eq 20000
+else
+	note "ac: this CPU has no SMAP; AC is never set (regs_ac=$(val regs_ac))"
+	want regs_ac -eq 0
+fi
 if [ "$MODE" = full ]; then
 	# The reschedule happened on the way out: the test tested something.
 	want switched -gt 100
