@@ -144,6 +144,15 @@ assert_links_json() { # JSON FUNC WHAT
 		assert_num "$(json_num "$json" .$l.max)" '<=' "$(json_num "$json" .$l.sum)" "$what: $l max <= sum"
 	done
 }
+# wait_list PATTERN COUNT: wait up to 30 s until COUNT lines of the kprobes
+# list match PATTERN.
+wait_list() {
+	for _ in $(seq 300); do
+		[ "$(grep -c -- "$1" $KPROBES_LIST 2>/dev/null)" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	fail "waited for $2 probes matching '$1': $(cat $KPROBES_LIST)"
+}
 assert_no_kprobes() {
 	local left i
 	for i in $(seq 100); do

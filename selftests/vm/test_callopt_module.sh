@@ -6,13 +6,6 @@
 . "$MODDIR/sites.env"
 SINGLE="kpx_targets:kpx_target_single+$TARGETS_SINGLE"
 MULTI="kpx_targets:kpx_target_multi+$TARGETS_MULTI"
-wait_list() { # PATTERN COUNT: wait until COUNT kprobe lines match
-	for _ in $(seq 300); do
-		[ "$(grep -c -- "$1" $KPROBES_LIST 2>/dev/null)" -ge "$2" ] && return 0
-		sleep 0.1
-	done
-	fail "waited for $2 probes matching '$1': $(cat $KPROBES_LIST)"
-}
 
 for round in 1 2; do
 	insmod "$MODDIR/kpx_targets.ko" || fail "insmod (round $round)"

@@ -56,13 +56,6 @@ load() {
 	gen=$!
 }
 stop_traffic() { kill "$gen" 2>/dev/null; wait "$gen" 2>/dev/null; gen=; }
-wait_list() { # PATTERN COUNT: wait until COUNT kprobe lines match
-	for _ in $(seq 300); do
-		[ "$(grep -c -- "$1" $KPROBES_LIST 2>/dev/null)" -ge "$2" ] && return 0
-		sleep 0.1
-	done
-	fail "waited for $2 probes matching '$1': $(cat $KPROBES_LIST)"
-}
 
 # 1. Single links, the module unloaded under them.
 for round in 1 2; do
