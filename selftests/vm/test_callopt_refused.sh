@@ -27,8 +27,9 @@ attach_json() { # SPEC...: kpctl attach JSON, or fail
 }
 mech_of() { jq -r '.probes[0].mechanism // "missing"' <<< "$1"; }
 
-# 1. The reproducer, where the kernel has handle_softirqs() as a function
-# (PREEMPT_RT inlines it: scripts/sites/callopt-sites prints no site then).
+# 1. The reproducer, where the kernel has handle_softirqs() as a function,
+# under its name or a clone's (PREEMPT_RT: handle_softirqs.constprop.0);
+# where it was inlined everywhere, scripts/sites/callopt-sites prints no site.
 if [ -z "$RE_SOFTIRQ" ]; then
 	grep -qw handle_softirqs /proc/kallsyms &&
 		fail "handle_softirqs is in kallsyms, but $CS has no RE_SOFTIRQ site"

@@ -79,8 +79,9 @@ note "delta: SUnreclaim $((s1 - s0)) kB, VmallocUsed $((v1 - v0)) kB, Percpu $((
 # 840 on PREEMPT_RT: 160 x 3, plus 360).
 # Unreclaimable slab moves by +-150 kB between idle samples here, so the
 # counter only catches leaks of about 440 bytes per link or more (620 on
-# PREEMPT_RT; a trace_kprobe, a perf event); vmalloc and per-CPU memory are exact enough
-# for one page or one per-CPU list. Smaller leaks: kmemleak, below.
+# PREEMPT_RT; a trace_kprobe, a perf event); vmalloc and per-CPU memory are
+# exact enough for one page or one per-CPU list. Smaller leaks: kmemleak,
+# below.
 # Under KASAN (the kasan row of check-configs) freed objects wait in its
 # quarantine (mm/kasan/quarantine.c: up to 1/32 of memory, drained only as
 # it overflows), and they still count in SUnreclaim: the counter moves by
