@@ -229,6 +229,21 @@ CONFIG_TESTS_DIR = $(BUILD)/check-configs/tests-$(subst $(comma),-,$(CONFIG_TEST
 check-source:
 	@scripts/check/check-source
 
+# Debian packages of the series built from Debian's amd64 config, the
+# debian-amd64 row's kernel (scripts/build/deb): build/deb/*.deb, to
+# install on a real machine (docs/hardware.md). Builds all of Debian's
+# modules: hours on 2 cores the first time.
+.PHONY: deb
+deb: kernel-src
+	@scripts/build/deb
+
+# The packages as a user meets them: unpacked (dpkg -x), the kernel booted
+# in a VM, one of its modules loaded from the package, probes attached
+# (scripts/check/check-deb).
+.PHONY: check-deb
+check-deb: all
+	@scripts/check/check-deb
+
 check-configs: all bench-tool detach-tool
 	@rc=0; scripts/check/check-configs $(if $(CONFIG_TESTS),--tests $(CONFIG_TESTS)) $(CONFIGS) || rc=$$?; \
 		$(if $(CONFIG_TESTS), \
