@@ -171,7 +171,7 @@ run: all
 # Tests only consume what these targets built (a missing artifact fails
 # the test, naming the target). The host tests named test_stock_* need the
 # unpatched kernel: they run in check-stock, which builds it first, not in
-# check (the stock build alone takes over half an hour on 2 cores).
+# check (a kernel build of its own; docs/foundation.md, "The stock kernel", has its times).
 # The suite: the in-VM tests in two VMs at once, then the host tests
 # (selftests/check). Stock comparisons (check-stock), upstream's suites
 # (check-upstream), the configuration matrix (check-configs) and the full
@@ -270,7 +270,7 @@ bench-tool: tools
 
 # The stock kernel (build/bzImage-stock) and ours, one VM boot per kernel
 # and measurement mode; prints the table, writes JSON and a chart under
-# build/bench/ (about 17 minutes on 2 cores, once both kernels are built).
+# build/bench/ (the time of the measuring step: the "Host time" note in docs/benchmarks.md).
 # BENCH_ARGS go to selftests/benchs/bench (--update-docs: docs/benchmarks.md).
 bench: all bench-tool kernel-stock
 	@selftests/benchs/bench $(BENCH_ARGS)

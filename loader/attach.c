@@ -200,7 +200,7 @@ static void usage_attach(FILE *f)
 "\n"
 "Examples:\n"
 "  kpctl attach __x64_sys_getpgid __x64_sys_getpgid+0x20 --trigger 1000\n"
-"  kpctl attach --wait-opt 2 --cost 20000 __x64_sys_getpgid+0x18\n"
+"  kpctl attach --wait-opt 2 --cost 20000 __x64_sys_getpgid+0x20\n"
 "  kpctl attach --legacy --trigger 100 __x64_sys_getpgid\n"
 "  kpctl attach --multi --trigger 100 __x64_sys_getpgid pid_vnr\n"
 "  kpctl -j attach vfs_read%%return --duration 5\n");

@@ -224,7 +224,7 @@ static void usage_regs(FILE *f)
 "  -h, --help          this help\n"
 "\n"
 "Examples:\n"
-"  kpctl regs __x64_sys_getpgid+0x18\n"
+"  kpctl regs __x64_sys_getpgid+0x20\n"
 "  kpctl -j regs --compare __x64_sys_getpgid+0x9\n"
 "  kpctl regs --timeout 5 vfs_read+0x10\n");
 }

@@ -343,7 +343,7 @@ static void usage_stress(FILE *f)
 "\n"
 "Examples:\n"
 "  kpctl stress --iterations 200 --workers 4 --yield\n"
-"  kpctl -j stress -s __x64_sys_getpgid+0x18 -n 50 --pin --hold 5\n",
+"  kpctl -j stress -s __x64_sys_getpgid+0x20 -n 50 --pin --hold 5\n",
 		MAX_SITES);
 }
 

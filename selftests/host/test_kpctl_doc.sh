@@ -7,9 +7,10 @@
 # --trigger. No VM: kpctl --help needs no kernel support.
 # Negative controls: an rst without an option, an rst with an option kpctl
 # does not have, a stale man page, a completion without an option, a
-# completion that takes an option's argument for none, and a kpctl whose
-# help has a command and an option the docs lack must each fail the check,
-# naming what differs.
+# completion that takes an option's argument for none, a completion that
+# offers --version after a command (kpctl refuses it there), and a kpctl
+# whose help has a command and an option the docs lack must each fail the
+# check, naming what differs.
 . "$(dirname "$0")/../lib.sh"
 DOC=$KPX_ROOT/scripts/check/kpctl-doc
 RST=$KPX_ROOT/loader/Documentation/kpctl.rst
@@ -32,6 +33,11 @@ comp() { # WORD...: what the completion offers for the last WORD
 }
 assert_eq "$(comp kpctl at)" attach "kpctl at<TAB>"
 assert_eq "$(comp kpctl attach --tr)" --trigger "kpctl attach --tr<TAB>"
+# --version goes before the command only: kpctl refuses it after one, and
+# the completion does not offer it there.
+assert_rc 2 "$KPCTL" attach --version
+assert_match "$(comp kpctl --v)" "--version" "kpctl --v<TAB>"
+assert_eq "$(comp kpctl attach --v)" --verbose "kpctl attach --v<TAB>"
 
 # The man page renders, with its sections.
 if command -v man >/dev/null; then
@@ -70,6 +76,10 @@ check_fails "completion without --cost" "kpctl attach --<TAB>: missing --cost" -
 sed "/^	attach)/,/;;/ s/args='--trigger /args='/" "$COMP" > "$t/flag-trigger"
 ! cmp -s "$COMP" "$t/flag-trigger" || fail "the doctored completion still takes --trigger's argument"
 check_fails "completion with --trigger as a flag" "'kpctl attach --trigger <TAB>' gives .*, want '' \(--trigger takes N\)" --completion "$t/flag-trigger"
+# A completion that offers --version after a command.
+sed "s/^\(	local cgopts='.*\)'$/\1 --version'/" "$COMP" > "$t/cmd-version"
+! cmp -s "$COMP" "$t/cmd-version" || fail "the doctored completion does not offer --version after a command"
+check_fails "completion with --version after a command" "kpctl attach --<TAB>: not in kpctl's help: --version" --completion "$t/cmd-version"
 # A kpctl whose help has a command and an attach option the docs lack.
 cat > "$t/kpctl" <<EOF
 #!/bin/bash
