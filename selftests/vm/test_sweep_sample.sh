@@ -12,6 +12,11 @@
 # mechanism is known), the controls and reference sites got their known
 # outcomes, the workload's results held, and the kernel log since this test
 # started has no splat, preempt-count or "huh" message.
+#
+# Up to 2400 s: on Debian's own PREEMPT_RT image the stock paths are slow
+# under TCG (2026-12-06, debian-rt-stock row: a batch of 190 probes took
+# 40 s to attach, and 10 of the 11 batches 1,450 s, past the usual 900 s).
+# kpx-timeout: 2400
 . "$(dirname "$0")/../lib.sh"
 LIST=${KPX_SWEEP_SAMPLE:-$BUILD/sweep-sample$SFX.tsv}
 TOOL=$BUILD/kpx-sweep
