@@ -307,8 +307,6 @@ static int attach_all(struct kpctl_bpf *skel, struct probe *probes, int n,
 			errx("interrupted while attaching; detaching the %d attached probe(s)", i);
 			return i;
 		}
-		if (check_spec_in_bounds(&probes[i]))
-			return i;
 		t0 = kpx_now_ms();
 		err = attach_probe(prog, &probes[i], i);
 		r->attach_ms += kpx_now_ms() - t0;
@@ -329,25 +327,70 @@ static int attach_all(struct kpctl_bpf *skel, struct probe *probes, int n,
 
 /*
  * --multi: every SPEC an entry or offset (FUNC, FUNC+OFF), or every SPEC a
- * return (FUNC%return), in one link. The name is what the kernel looks up
- * (module functions by their name alone).
+ * return (FUNC%return), in one link.
  */
 static int check_multi_specs(struct probe *probes, int n)
 {
 	for (int i = 0; i < n; i++) {
 		struct probe *p = &probes[i];
-		const char *colon = strchr(p->func, ':');
 
 		if (p->retprobe != probes[0].retprobe) {
 			errx("attach --multi: '%s' and '%s': one link is either all entries or "
 			     "all returns", probes[0].spec, p->spec);
 			return -1;
 		}
+	}
+	return 0;
+}
+
+/*
+ * --multi, once the SPECs are checked: an offset needs a kprobe_multi
+ * that takes offsets (the series' 0031: link_create.kprobe_multi.offsets,
+ * with the flag BPF_F_KPROBE_MULTI_OFFSETS, which other kernels refuse
+ * with EINVAL, as they refuse any flag they do not know). The kernel's
+ * BTF tells, before anything is loaded. Then the names are what the
+ * kernel looks up: module functions by their name alone.
+ */
+static int prepare_multi_specs(struct probe *probes, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (probes[i].offset && !btf_has_member("bpf_attr",
+							"link_create.kprobe_multi.offsets")) {
+			errx("attach --multi: '%s': this kernel's kprobe_multi takes no offsets "
+			     "(its BTF has no bpf_attr.link_create.kprobe_multi.offsets; the "
+			     "series' 0031 adds them): attach FUNC+OFF without --multi",
+			     probes[i].spec);
+			return -1;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		struct probe *p = &probes[i];
+		const char *colon = strchr(p->func, ':');
+
 		if (colon)
 			memmove(p->func, colon + 1, strlen(colon + 1) + 1);
 		p->multi = true;
 	}
 	return 0;
+}
+
+/*
+ * The kernel refused the link with EINVAL or EILSEQ: the first SPEC at an
+ * offset that 'explain' refuses too, with its reason (into @buf); else "".
+ */
+static void multi_refusal(const struct probe *probes, int n, int err, char *buf, size_t len)
+{
+	char why[512];
+
+	buf[0] = '\0';
+	if (err != -EINVAL && err != -EILSEQ)
+		return;
+	for (int i = 0; i < n; i++) {
+		if (!probes[i].offset || explain_refusal(&probes[i], why, sizeof(why)))
+			continue;
+		snprintf(buf, len, "; '%s': %s", probes[i].spec, why);
+		return;
+	}
 }
 
 static struct bpf_link *attach_multi(struct kpctl_bpf *skel, struct probe *probes, int n,
@@ -376,9 +419,13 @@ static struct bpf_link *attach_multi(struct kpctl_bpf *skel, struct probe *probe
 	link = bpf_program__attach_kprobe_multi_opts(prog, NULL, &opts);
 	err = link ? 0 : -errno;
 	r->attach_ms = kpx_now_ms() - t0;
-	if (err)
+	if (err) {
+		char why[800];
+
+		multi_refusal(probes, n, err, why, sizeof(why));
 		errx("attach --multi: the kernel refused one kprobe_multi link over %d "
-		     "function(s): %s", n, attach_error(err));
+		     "function(s): %s%s", n, attach_error(err), why);
+	}
 	return link;
 }
 
@@ -497,7 +544,14 @@ int cmd_attach(int argc, char **argv)
 		free(probes);
 		return EXIT_USAGE;
 	}
-	if (require_kprobes())
+	/* The SPECs, before anything is loaded: what kpctl can tell refused. */
+	ret = check_probes(probes, n);
+	if (ret >= 0)
+		goto out;
+	ret = EXIT_FAIL;
+	if (o.multi && prepare_multi_specs(probes, n))
+		goto out;
+	if (require_privileges() || require_kprobes())
 		goto out;
 
 	skel = open_skel();

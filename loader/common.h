@@ -14,6 +14,7 @@
 #define KPROBES_BLACKLIST	KPX_KPROBES_BLACKLIST
 #define KPROBES_OPTIMIZATION	KPX_KNOB_OPTIMIZATION
 #define KPROBES_CALLOPT		KPX_KNOB_CALLOPT
+#define KERNEL_BTF		"/sys/kernel/btf/vmlinux"
 
 /* The version of kpctl's JSON output: "schema" in every object it prints. */
 #define KPCTL_SCHEMA	1
@@ -77,6 +78,7 @@ int cmd_getopt(int argc, char **argv, const char *shortopts, const struct option
 /* probe.c: the probe helpers */
 int parse_spec(const char *spec, struct probe *p);
 int check_spec_in_bounds(const struct probe *p);
+int check_probes(const struct probe *probes, int n);
 void probe_mechanism(struct probe *p);
 void probe_mechanisms(struct probe *probes, int n);
 bool mechanism_settled(const struct probe *p);
@@ -99,16 +101,28 @@ long getpgid_self(void);
 
 /* support.c: what the running kernel lacks, said plainly */
 int require_kprobes(void);
+int has_kprobes(void);
+int has_kprobe_pmu(void);
 int require_btf(const char **custom_path);
+const char *btf_override(const char **what);
+int kpctl_privileged(void);
+int require_privileges(void);
+
+/* feature.c: whether the kernel's BTF has struct/union TYPE's member
+ * PATH ("a.b.c"): 1 yes, 0 no, -1 cannot tell (no BTF) */
+int btf_has_member(const char *type, const char *path);
 
 /* explain.c: FUNC, FUNC+MID and FUNC+SINGLE of the getpgid function */
 int default_getpgid_sites(struct kpctl_bpf *skel, char (*specs)[256], int max);
+/* explain.c: why the kernel refused a probe at @p, as 'explain' decides it */
+int explain_refusal(const struct probe *p, char *buf, size_t len);
 
 int cmd_attach(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_regs(int argc, char **argv);
 int cmd_stress(int argc, char **argv);
 int cmd_links(int argc, char **argv);
+int cmd_feature(int argc, char **argv);
 
 /* ksyms.c: the running kernel's symbols */
 struct ksym {
@@ -122,6 +136,9 @@ struct ksym {
 
 int ksym_lookup(const char *name, struct ksym *sym);
 int ksym_lookup_func(const char *arg, struct ksym *sym);
+int ksym_lookup_module(const char *mod, const char *name, struct ksym *sym);
+int ksym_func_exists(const char *func);
+bool ksym_addrs_visible(void);
 unsigned long long ksym_addr(const char *name);
 const char *getpgid_func(void);
 

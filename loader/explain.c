@@ -1098,7 +1098,7 @@ static void candidate(char (*c)[PATH_MAX], int *n, const char *fmt, const char *
  * /usr/lib/debug/boot/vmlinux-RELEASE whose build id matches the running
  * kernel (else the first that opens).
  */
-static int open_vmlinux(struct vmlinux *vm, const char *path)
+static int find_vmlinux(struct vmlinux *vm, const char *path, bool quiet)
 {
 	char c[5][PATH_MAX], self[PATH_MAX - 64], rel[128] = "";
 	const char *flavour;
@@ -1145,8 +1145,15 @@ static int open_vmlinux(struct vmlinux *vm, const char *path)
 		return vmlinux_open(vm, c[first]);
 	if (path)
 		err = vmlinux_open(vm, path);
-	errx("cannot read the kernel image '%s': %s (use --vmlinux)", c[0], strerror(-err));
+	if (!quiet)
+		errx("cannot read the kernel image '%s': %s (use --vmlinux)", c[0],
+		     strerror(-err));
 	return err;
+}
+
+static int open_vmlinux(struct vmlinux *vm, const char *path)
+{
+	return find_vmlinux(vm, path, false);
 }
 
 static int load_func(struct kfunc *f, struct vmlinux *vm, const char *name)
@@ -1311,27 +1318,36 @@ int cmd_explain(int argc, char **argv)
 			return EXIT_FAIL;
 		}
 		kstate_offline(&ks, o.callopt);
-	} else {
-		if (require_kprobes())
-			return EXIT_FAIL;
-		text_skel = open_skel();
-		if (!text_skel)
-			return EXIT_FAIL;
-		if (load_skel(text_skel, "kpctl_read_text", "kpctl_kprobe", NULL))
-			goto out;
-		if (open_vmlinux(&vm, o.vmlinux))
-			goto out;
-		kstate_read(&ks);
 	}
-	/* Every name first: one that is not there changes nothing printed. */
+	/*
+	 * Every name first, before anything is loaded (kallsyms' names need
+	 * no root): one that is not there is bad usage and changes nothing
+	 * printed. An address needs kallsyms' addresses: root, checked next.
+	 */
 	for (int i = optind; i < argc; i++) {
 		int err = ksym_lookup_func(argv[i], &sym);
 
 		if (err == -ENOENT || err == -EINVAL) {
 			errx("no such function in %s: '%s'",
 			     o.offline ? vm.path : "the kernel", argv[i]);
+			ret = EXIT_USAGE;
 			goto out;
 		}
+	}
+	/* --vmlinux FILE too (an input), then what loading needs. */
+	if (!o.offline) {
+		if (o.vmlinux && open_vmlinux(&vm, o.vmlinux))
+			goto out;
+		if (require_privileges() || require_kprobes())
+			goto out;
+		text_skel = open_skel();
+		if (!text_skel)
+			goto out;
+		if (load_skel(text_skel, "kpctl_read_text", "kpctl_kprobe", NULL))
+			goto out;
+		if (!o.vmlinux && open_vmlinux(&vm, NULL))
+			goto out;
+		kstate_read(&ks);
 	}
 	if (nfuncs == 1) {
 		bool printed;
@@ -1391,6 +1407,87 @@ out:
 	kpctl_bpf__destroy(text_skel);
 	text_skel = NULL;
 	return ret;
+}
+
+/*
+ * kpctl_read_text alone, for explain_refusal(): quietly (a failure leaves
+ * vmlinux's text, and the error kpctl reports is the attach's).
+ */
+static struct kpctl_bpf *open_text_skel(void)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts);
+	struct bpf_program *prog;
+	struct kpctl_bpf *skel;
+	const char *what;
+
+	opts.btf_custom_path = btf_override(&what);
+	skel = kpctl_bpf__open_opts(&opts);
+	if (!skel)
+		return NULL;
+	bpf_object__for_each_program(prog, skel->obj)
+		bpf_program__set_autoload(prog, prog == skel->progs.kpctl_read_text);
+	if (kpctl_bpf__load(skel)) {
+		kpctl_bpf__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+/*
+ * Why the kernel refused a probe at @p with EINVAL or EILSEQ, which have
+ * several causes (blacklisted, notrace, inside an instruction, past the
+ * end, ...): the decision 'explain' makes for that offset, from the
+ * running kernel's text (else vmlinux's) and the tables of the vmlinux
+ * 'explain' would use (no --vmlinux: the default places). The reason into
+ * @buf, and 0, when 'explain' refuses the site too; -EAGAIN when it
+ * predicts a mechanism there (the kernel's reason is one it does not
+ * model); another -errno when it cannot tell (a module function, no
+ * vmlinux that matches the running kernel). Prints nothing.
+ */
+int explain_refusal(const struct probe *p, char *buf, size_t len)
+{
+	struct kpctl_bpf *saved = text_skel;
+	struct vmlinux vm = {};
+	struct kfunc f = {};
+	struct site s = {};
+	struct kstate ks;
+	bool *boundary = NULL;
+	int bad = -1, err;
+
+	if (strchr(p->func, ':'))
+		return -EOPNOTSUPP;	/* explain reads vmlinux only */
+	text_skel = open_text_skel();
+	err = find_vmlinux(&vm, NULL, true);
+	if (err)
+		goto out;
+	err = kfunc_load(&f, &vm, p->func, read_live_text);
+	if (err)
+		goto out;
+	kstate_read(&ks);
+	boundary = calloc(f.size + 1, sizeof(bool));
+	if (!boundary) {
+		err = -ENOMEM;
+		goto out;
+	}
+	decode_boundaries(&f, boundary, &bad);
+	s.off = p->offset;
+	decide(&f, &ks, boundary, &s);
+	if (strcmp(s.mech, "refused")) {
+		err = -EAGAIN;
+		goto out;
+	}
+	if (bad >= 0 && (unsigned long)bad <= p->offset && p->offset < f.size)
+		snprintf(buf, len, "the kernel's x86 decoder stops at +0x%x of %s, before "
+			 "the offset", bad, f.name);
+	else
+		snprintf(buf, len, "%s", s.reason);
+out:
+	free(boundary);
+	kfunc_free(&f);
+	vmlinux_close(&vm);
+	kpctl_bpf__destroy(text_skel);
+	text_skel = saved;
+	return err;
 }
 
 /*

@@ -212,6 +212,9 @@ static const struct cmd {
 	  "links            attach one BPF kprobe link to each of N kernel functions,\n"
 	  "                   time attach and detach per link, check that no program\n"
 	  "                   runs after detach and a grace period" },
+	{ "feature", cmd_feature,
+	  "feature          what the running kernel has: kprobes, the kprobe PMU, BTF,\n"
+	  "                   the kprobes series' knobs and UAPI (no root needed)" },
 	{ "help", cmd_help, "help             this help" },
 	{ "version", cmd_version, "version          kpctl's version, schema and libbpf version" },
 };
@@ -241,7 +244,8 @@ static void usage(FILE *f)
 "  1  a check failed, or the kernel refused (a probe, a site), or Ctrl-C while\n"
 "     attaching or during a check (attach --duration 0, which waits for Ctrl-C,\n"
 "     exits 0 with its result)\n"
-"  2  bad usage\n"
+"  2  bad usage, also a SPEC or FUNC that names no function of the kernel\n"
+"     (checked before anything is loaded)\n"
 "  3  kpctl could not run here: no BTF, no kprobes or kprobe PMU, the BPF\n"
 "     program does not load, or not root (no CAP_BPF and CAP_PERFMON)\n"
 "\n"
@@ -250,7 +254,8 @@ static void usage(FILE *f)
 "  kpctl explain __x64_sys_getpgid\n"
 "  kpctl regs --compare __x64_sys_getpgid+0x20\n"
 "  kpctl stress --iterations 100 --workers 2 -j\n"
-"  kpctl -j links -n 200\n", KPCTL_SCHEMA, KPCTL_SCHEMA);
+"  kpctl -j links -n 200\n"
+"  kpctl feature\n", KPCTL_SCHEMA, KPCTL_SCHEMA);
 }
 
 /* No arguments; the global options only. */

@@ -242,11 +242,20 @@ static int read_filter_functions(struct links_run *r)
 	char line[512];
 	size_t cap = 0;
 	FILE *f = NULL;
+	int err = ENOENT;
 
 	for (size_t i = 0; i < sizeof(filter_files) / sizeof(filter_files[0]) && !f; i++) {
 		f = fopen(filter_files[i], "r");
 		if (f)
 			r->source = filter_files[i];
+		else if (errno == EACCES || errno == EPERM)
+			err = errno;
+	}
+	/* tracefs is root's: with CAP_BPF and CAP_PERFMON only, kpctl cannot run. */
+	if (!f && err != ENOENT) {
+		errx_unavailable("links: cannot read available_filter_functions: %s (tracefs "
+				 "is root's: run kpctl links as root)", strerror(err));
+		return -err;
 	}
 	if (!f) {
 		errx("links: cannot read available_filter_functions under /sys/kernel/tracing "
@@ -1048,7 +1057,9 @@ int cmd_links(int argc, char **argv)
 	if (ret >= 0)
 		goto out;
 	ret = EXIT_FAIL;
-	if (require_kprobes() || get_candidates(r) || load_links_skel(r))
+	/* Root first: without it, tracefs (the candidates) reads as missing. */
+	if (require_privileges() || require_kprobes() || get_candidates(r) ||
+	    load_links_skel(r))
 		goto out;
 	r->probes = calloc(r->o.n, sizeof(*r->probes));
 	r->attach_ms = calloc(r->o.multi ? r->o.rounds : r->o.n, sizeof(double));

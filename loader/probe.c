@@ -194,21 +194,61 @@ const char *attach_error(int err)
 }
 
 /*
- * A FUNC+OFF past the function's end is resolved by the kernel into
- * whatever symbol lies there: refuse it here, with the reason.
+ * A FUNC+OFF or MODULE:FUNC+OFF past the function's end is resolved by the
+ * kernel into whatever symbol lies there: refuse it here, with the reason.
+ * The size is kallsyms': up to the next symbol (of the same module for a
+ * module function). Needs the addresses (root); without them, or without
+ * a size (a module's last symbol), the kernel decides.
  */
 int check_spec_in_bounds(const struct probe *p)
 {
+	const char *colon = strchr(p->func, ':');
 	struct ksym sym;
+	char mod[64];
+	int err;
 
-	if (!p->offset || strchr(p->func, ':') || ksym_lookup(p->func, &sym))
+	if (!p->offset)
 		return 0;
-	if (!sym.size || p->offset < sym.size)
+	if (colon) {
+		snprintf(mod, sizeof(mod), "%.*s", (int)(colon - p->func), p->func);
+		err = ksym_lookup_module(mod, colon + 1, &sym);
+	} else {
+		err = ksym_lookup(p->func, &sym);
+		if (err == -ENOENT)	/* FUNC alone may name a module's function */
+			err = ksym_lookup_module(NULL, p->func, &sym);
+	}
+	if (err || !sym.size || p->offset < sym.size)
 		return 0;
 	errx("cannot attach '%s': offset 0x%lx is past the end of %s (0x%llx bytes; "
 	     "the address is %s+0x%llx)", p->spec, p->offset, p->func, sym.size,
 	     sym.next, (unsigned long long)p->offset - sym.size);
 	return -ERANGE;
+}
+
+/*
+ * What kpctl checks of @n parsed SPECs before it loads anything (and before
+ * it asks for root: kallsyms' names are there for everyone): that each
+ * FUNC names a function of the running kernel, in the core kernel or a
+ * loaded module, as kprobes look it up (bad usage otherwise, exit 2), then
+ * that each +OFF lies inside its function (check_spec_in_bounds(), exit
+ * 1). Returns -1 when the SPECs may be attached, else the exit status, the
+ * reason said.
+ */
+int check_probes(const struct probe *probes, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const struct probe *p = &probes[i];
+
+		if (ksym_func_exists(p->func))
+			continue;
+		errx("no such function in the kernel: '%s'%s", p->spec,
+		     strchr(p->func, ':') ? " (or its module is not loaded)" : "");
+		return EXIT_USAGE;
+	}
+	for (int i = 0; i < n; i++)
+		if (check_spec_in_bounds(&probes[i]))
+			return EXIT_FAIL;
+	return -1;
 }
 
 /* PROBE_ATTACH_MODE_LEGACY with 'attach --legacy': a tracefs kprobe event. */
@@ -339,11 +379,20 @@ const char *regs_word(const struct probe *p)
 	return p->full_regs ? "full" : "partial";
 }
 
-/* "cannot attach SPEC: why"; without the rights to, kpctl could not run. */
+/*
+ * "cannot attach SPEC: why"; without the rights to, kpctl could not run.
+ * EINVAL (and EILSEQ) has several causes: 'explain' tells which, from the
+ * kernel's image and tables, when it can.
+ */
 void attach_failed(const struct probe *p, int err)
 {
+	char why[768];
+
 	if (err == -EPERM || err == -EACCES)
 		errx_unavailable("cannot attach '%s': %s", p->spec, attach_error(err));
+	else if ((err == -EINVAL || err == -EILSEQ) && !explain_refusal(p, why, sizeof(why)))
+		errx("cannot attach '%s': the kernel refused this site (%s): %s", p->spec,
+		     err == -EINVAL ? "EINVAL" : "EILSEQ", why);
 	else
 		errx("cannot attach '%s': %s", p->spec, attach_error(err));
 }

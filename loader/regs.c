@@ -360,7 +360,10 @@ int cmd_regs(int argc, char **argv)
 		     getpgid_func());
 		return EXIT_USAGE;
 	}
-	if (check_spec_in_bounds(&p) || require_kprobes())
+	ret = check_probes(&p, 1);
+	if (ret >= 0)
+		return ret;
+	if (require_privileges() || require_kprobes())
 		return EXIT_FAIL;
 	ret = EXIT_FAIL;
 	pin_to_this_cpu();

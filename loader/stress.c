@@ -432,9 +432,17 @@ static int parse_stress_opts(int argc, char **argv, struct stress_opts *o)
 	return -1;
 }
 
-static int setup_sites(struct stress *s)
+/*
+ * The sites: the --site SPECs, checked before anything is loaded (a bad
+ * one is bad usage, exit 2; one past its function's end is refused, exit
+ * 1); without --site (@loaded: once the programs are), the default sites
+ * of the getpgid function, read from the running kernel's text.
+ */
+static int setup_sites(struct stress *s, bool loaded)
 {
-	if (!s->o.nsites)
+	if (!s->o.nsites && !loaded)
+		return -1;
+	if (loaded)
 		s->o.nsites = default_getpgid_sites(s->skel, s->o.specs, MAX_SITES);
 	if (s->o.nsites <= 0) {
 		errx("stress: cannot find default sites in %s; give --site", getpgid_func());
@@ -446,11 +454,9 @@ static int setup_sites(struct stress *s)
 			     s->o.specs[j]);
 			return EXIT_USAGE;
 		}
-		if (check_spec_in_bounds(&s->probes[j]))
-			return EXIT_FAIL;
 		s->st[j].c = -1;
 	}
-	return -1;
+	return check_probes(s->probes, s->o.nsites);
 }
 
 static int alloc_stress(struct stress *s)
@@ -533,13 +539,17 @@ int cmd_stress(int argc, char **argv)
 	ret = parse_stress_opts(argc, argv, &s->o);
 	if (ret >= 0)
 		goto out;
+	ret = setup_sites(s, false);
+	if (ret >= 0)
+		goto out;
 	ret = EXIT_FAIL;
 	s->ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (s->o.pin)
 		pin_self(0);
-	if (require_kprobes() || load_stress_skel(s))
+	if (require_privileges() || require_kprobes() || load_stress_skel(s))
 		goto out;
-	ret = setup_sites(s);
+	/* Without --site: the default sites, now that they can be read. */
+	ret = s->o.nsites ? -1 : setup_sites(s, true);
 	if (ret >= 0)
 		goto out;
 	ret = EXIT_FAIL;

@@ -3,19 +3,28 @@
  * What the running kernel lacks, said plainly before anything is loaded or
  * attached: kprobes (CONFIG_KPROBES), the kprobe PMU that BPF kprobe links
  * are made of (CONFIG_KPROBE_EVENTS on CONFIG_PERF_EVENTS), and BTF for the
- * CO-RE programs (CONFIG_DEBUG_INFO_BTF). Without these checks libbpf's
- * errors read as if the function or the file were missing.
+ * CO-RE programs (CONFIG_DEBUG_INFO_BTF); and what this process lacks: the
+ * privileges to load BPF programs and attach kprobes. Without these checks
+ * libbpf's errors read as if the function or the file were missing.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
 #include "common.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON	38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF		39
+#endif
 
 #define KPROBE_PMU	"/sys/bus/event_source/devices/kprobe"
 #define PMU_DIR		"/sys/bus/event_source/devices"
-#define KERNEL_BTF	"/sys/kernel/btf/vmlinux"
 
 /* 1: @name is a core-kernel symbol, 0: it is not, -1: kallsyms unreadable. */
 static int kallsyms_has(const char *name)
@@ -25,6 +34,20 @@ static int kallsyms_has(const char *name)
 	if (kpx_kallsyms_load())
 		return -1;
 	return kpx_ksym_find(name, &count) ? 1 : 0;
+}
+
+/* 1: the kernel has kprobes (register_kprobe), 0: not, -1: cannot tell. */
+int has_kprobes(void)
+{
+	return kallsyms_has("register_kprobe");
+}
+
+/* 1: the kprobe PMU is there, 0: not, -1: cannot tell (sysfs not mounted). */
+int has_kprobe_pmu(void)
+{
+	if (!access(KPROBE_PMU, F_OK))
+		return 1;
+	return access(PMU_DIR, F_OK) ? -1 : 0;
 }
 
 /*
@@ -60,17 +83,24 @@ int require_kprobes(void)
  * is then handed to libbpf as btf_custom_path. Checked before anything is
  * loaded, so that nothing is left behind.
  */
-int require_btf(const char **custom_path)
+/* --btf FILE, else $KPCTL_BTF (*@what says which); NULL: the kernel's own. */
+const char *btf_override(const char **what)
 {
-	const char *path = env.btf_path, *what = "--btf";
-	const char *check;
+	const char *path = env.btf_path;
 
+	*what = "--btf";
 	if (!path || !*path) {
 		path = getenv("KPCTL_BTF");
-		what = "KPCTL_BTF";
+		*what = "KPCTL_BTF";
 	}
-	if (path && !*path)
-		path = NULL;
+	return path && *path ? path : NULL;
+}
+
+int require_btf(const char **custom_path)
+{
+	const char *what, *path = btf_override(&what);
+	const char *check;
+
 	check = path ? path : KERNEL_BTF;
 	if (access(check, R_OK)) {
 		int err = errno;
@@ -86,4 +116,38 @@ int require_btf(const char **custom_path)
 	}
 	*custom_path = path;
 	return 0;
+}
+
+/*
+ * Whether this process may load kpctl's programs and attach kprobes: the
+ * kernel wants CAP_BPF and CAP_PERFMON for a kprobe program and its perf
+ * event (bpf_prog_load(), perf_event_open()), or CAP_SYS_ADMIN, which
+ * implies both (and is what kernels before 5.8 want). 1 yes, 0 no, -1
+ * cannot tell (capget() failed).
+ */
+int kpctl_privileged(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+#define HAS(cap) (!!(d[(cap) / 32].effective & (1U << ((cap) % 32))))
+	return HAS(CAP_SYS_ADMIN) || (HAS(CAP_BPF) && HAS(CAP_PERFMON));
+#undef HAS
+}
+
+/*
+ * Checked before anything is loaded, after the arguments: without the
+ * privileges, every kernel-facing command would fail on the way, in a
+ * place that need not say why (links: tracefs unreadable; attach: the
+ * program load). Says so and returns -EPERM (exit 3).
+ */
+int require_privileges(void)
+{
+	if (kpctl_privileged())
+		return 0;
+	errx_unavailable("not root (no CAP_BPF and CAP_PERFMON): kpctl needs root, or both "
+			 "capabilities, to load BPF programs and attach kprobes");
+	return -EPERM;
 }

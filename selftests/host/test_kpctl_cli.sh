@@ -5,6 +5,13 @@
 # and the JSON contract: with -j, stdout is exactly one JSON object with
 # "schema": 1 for every outcome, errors as {"schema":1,"error":"..."}, even
 # for input that is not valid UTF-8 or holds control characters.
+# What kpctl checks before it loads anything (issue 36): a SPEC that names
+# no kernel function is bad usage, also without root; an offset past the
+# function's end (also a module's, in a doctored /proc/kallsyms) is
+# refused; an offset with attach --multi on a kernel whose kprobe_multi
+# takes none (a stock kernel's BTF) is refused; without root every
+# kernel-facing command, links too, exits 3 saying so. kpctl feature: its
+# help, its bad usage, its JSON, and other answers for our BTF and stock's.
 . "$(dirname "$0")/../lib.sh"
 [ -x "$KPCTL" ] || skip "no $KPCTL (make loader)"
 command -v jq > /dev/null || skip "no jq"
@@ -26,7 +33,7 @@ json_ok '{"schema":1}' || fail "json_ok refuses a good document"
 # prefix of help; with -j as {"schema":1,"help":...}.
 assert_rc 0 "$KPCTL" help
 help=$out
-for w in attach explain regs stress links help version "--version" "Exit status:" \
+for w in attach explain regs stress links feature help version "--version" "Exit status:" \
 	"0  success" "1  a check failed" "2  bad usage" "3  kpctl could not run here"; do
 	assert_match "$help" "$w" "help mentions '$w'"
 done
@@ -125,16 +132,179 @@ assert_rc 1 sh -c '"$1" version > /dev/full' sh "$KPCTL"
 assert_match "$out" "cannot write the output" "kpctl version > /dev/full"
 assert_rc 0 sh -c '"$1" version > /dev/null' sh "$KPCTL"
 
+# The getpgid function of the kernel that runs the test: kpctl checks a
+# SPEC's function in its /proc/kallsyms.
+F=
+for f in do_getpgid __x64_sys_getpgid; do
+	grep -q " $f$" /proc/kallsyms 2> /dev/null && { F=$f; break; }
+done
+[ -n "$F" ] || fail "neither do_getpgid nor __x64_sys_getpgid in /proc/kallsyms"
+
 # Exit 3: kpctl cannot run here. Without the BTF it is told to use (no
-# kprobe PMU on this machine says the same code earlier), nothing loads.
-for cmd in "attach do_getpgid" "stress -n 1 -s do_getpgid" "regs do_getpgid"; do
+# kprobe PMU on this machine, or no root, says the same code earlier),
+# nothing loads.
+for cmd in "attach $F" "stress -n 1 -s $F" "regs $F"; do
 	# shellcheck disable=SC2086
 	assert_rc 3 env KPCTL_BTF=/nonexistent/vmlinux "$KPCTL" $cmd
-	assert_match "$out" "kernel has no BTF|no kprobe" "message of kpctl $cmd without BTF"
+	assert_match "$out" "kernel has no BTF|no kprobe|not root" "message of kpctl $cmd without BTF"
 	# shellcheck disable=SC2086
 	json=$(KPCTL_BTF=/nonexistent/vmlinux kpctl_j $cmd 2> /dev/null); rc=$?
 	assert_eq $rc 3 "exit status of kpctl -j $cmd without BTF"
-	assert_match "$(jq -r .error <<< "$json")" "kernel has no BTF|no kprobe" \
+	assert_match "$(jq -r .error <<< "$json")" "kernel has no BTF|no kprobe|not root" \
 		"JSON error of kpctl -j $cmd without BTF"
 done
-echo "PASS: kpctl help, version, prefixes, options after arguments, exit codes, -j errors"
+
+# A SPEC (or FUNC) that names no function of the kernel is bad usage, found
+# in kallsyms before anything is loaded or any kernel support is asked for
+# (it was exit 3 on a machine without kprobes, and stress loaded its
+# programs first); so is one that does not parse, also in stress.
+nofunc="no such function in the kernel: 'kpx_no_such_function_xyz'"
+bad "$nofunc" attach kpx_no_such_function_xyz
+bad "$nofunc" attach "$F" kpx_no_such_function_xyz
+bad "$nofunc" attach --multi "$F" kpx_no_such_function_xyz
+bad "$nofunc" stress --site kpx_no_such_function_xyz
+bad "$nofunc" stress -n 1 -s "$F,kpx_no_such_function_xyz"
+bad "$nofunc" regs kpx_no_such_function_xyz
+bad "no such function in the kernel: 'kpx_no_such_function_xyz'" explain kpx_no_such_function_xyz
+bad "no such function in the kernel: 'kpx_no_such_mod:f' \(or its module is not loaded\)" \
+	attach kpx_no_such_mod:f
+bad "bad site '$F\+0xzz'" stress --site "$F+0xzz"
+bad "bad site '$F%return'" stress --site "$F%return"
+
+# Without root (no CAP_BPF and CAP_PERFMON) every kernel-facing command
+# exits 3 and says so; links said tracefs was missing and exited 1. A bad
+# SPEC is still bad usage: checked first, nothing loaded.
+if [ "$(id -u)" != 0 ]; then
+	nobody=()
+elif setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$KPCTL" 2> /dev/null; then
+	nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+else
+	nobody=(none)
+fi
+if [ "${nobody[*]}" != none ]; then
+	for cmd in "links -n 1" "links --multi -n 1" "attach $F" "stress -n 1 -s $F" "regs $F" \
+		"explain $F"; do
+		# shellcheck disable=SC2086
+		assert_rc 3 "${nobody[@]}" "$KPCTL" $cmd
+		assert_match "$out" "not root \(no CAP_BPF and CAP_PERFMON\)" "kpctl $cmd without root"
+		# shellcheck disable=SC2086
+		json=$("${nobody[@]}" "$KPCTL" -j $cmd 2> /dev/null); rc=$?
+		assert_eq $rc 3 "exit status of kpctl -j $cmd without root"
+		assert_kpctl_json "$json" $rc "kpctl -j $cmd without root"
+		assert_match "$(jq -r .error <<< "$json")" "not root" "JSON error of kpctl -j $cmd without root"
+	done
+	assert_rc 2 "${nobody[@]}" "$KPCTL" stress --site kpx_no_such_function_xyz
+	assert_match "$out" "^kpctl: $nofunc$" "stress --site TYPO without root"
+	assert_rc 2 "${nobody[@]}" "$KPCTL" stress --site "$F+0xzz"
+	assert_match "$out" "^kpctl: bad site" "stress --site with a bad offset without root"
+	assert_rc 2 "${nobody[@]}" "$KPCTL" attach kpx_no_such_function_xyz
+	assert_match "$out" "^kpctl: $nofunc$" "attach TYPO without root"
+else
+	note "root without setpriv(1): the checks without root did not run"
+fi
+
+# An offset at or past the function's end (kallsyms' size, up to the next
+# symbol) is refused before anything is loaded: it needs kallsyms'
+# addresses (root), else the kernel decides.
+if [ "$(awk -v f="$F" '$3 == f { print $1; exit }' /proc/kallsyms)" != 0000000000000000 ]; then
+	for cmd in "attach $F+0x100000" "attach $F $F+0x100000" "stress -n 1 -s $F+0x100000" \
+		"regs $F+0x100000"; do
+		# shellcheck disable=SC2086
+		assert_rc 1 "$KPCTL" $cmd
+		assert_match "$out" "offset 0x100000 is past the end of $F \(0x[0-9a-f]+ bytes; the address is " \
+			"kpctl $cmd"
+		# shellcheck disable=SC2086
+		json=$(kpctl_j $cmd 2> /dev/null); rc=$?
+		assert_eq $rc 1 "exit status of kpctl -j $cmd"
+		assert_match "$(jq -r .error <<< "$json")" "past the end of $F" "JSON error of kpctl -j $cmd"
+	done
+	# A module's function: its size is up to the next symbol of its module.
+	# A doctored /proc/kallsyms (a private mount namespace) adds a module.
+	t=$(mktemp -d)
+	trap 'rm -rf "$t"' EXIT
+	# kpx_fake_a's size is 0x30, up to the next symbol of its module (the
+	# other module's symbol in between does not count).
+	{ cat /proc/kallsyms; printf '%s\n' 'ffffffffc0001000 t kpx_fake_a	[kpx_fake]' \
+		'ffffffffc0001010 T kpx_fake_data	[kpx_other]' \
+		'ffffffffc0001030 t __pfx_kpx_fake_b	[kpx_fake]' \
+		'ffffffffc0001040 t kpx_fake_b	[kpx_fake]'; } > "$t/kallsyms"
+	in_ns() { unshare -m --propagation private sh -c 'mount --bind "$1" /proc/kallsyms && shift && exec "$@"' \
+		ns "$t/kallsyms" "$@"; }
+	if in_ns true 2> /dev/null; then
+		for spec in kpx_fake:kpx_fake_a+0x30 kpx_fake:kpx_fake_a+0x1000 kpx_fake_a+0x30; do
+			assert_rc 1 in_ns "$KPCTL" attach "$spec"
+			assert_match "$out" "'${spec//+/\\+}': offset 0x[0-9a-f]+ is past the end of ${spec%+*} \(0x30 bytes; the address is __pfx_kpx_fake_b\+0x" \
+				"attach $spec (module)"
+		done
+		assert_rc 2 in_ns "$KPCTL" attach kpx_fake:kpx_fake_data
+		assert_match "$out" "no such function in the kernel: 'kpx_fake:kpx_fake_data' \(or its module is not loaded\)" \
+			"a symbol of another module"
+	else
+		note "no private mount namespace here: the module past-the-end check did not run"
+	fi
+else
+	note "kallsyms hides addresses: the past-the-end checks did not run"
+fi
+
+# kpctl feature: what the kernel has, for everyone; JSON keys and types.
+assert_rc 0 "$KPCTL" feature --help
+assert_match "$out" "^Usage: kpctl feature" "feature --help"
+json=$("$KPCTL" feature --help -j) || fail "feature --help -j: $json"
+assert_match "$(jq -r .help <<< "$json")" "Usage: kpctl feature" "feature --help -j"
+bad "feature: unexpected argument 'extra'" feature extra
+bad "feature: unexpected argument 'extra'" f extra
+bad "feature: unknown option '--no-such-option'" feature --no-such-option
+assert_rc 0 "$KPCTL" feature
+assert_match "$out" "kprobes-callopt" "feature: the callopt knob"
+assert_match "$out" "kprobe_multi links take offsets" "feature: kprobe_multi offsets"
+feature_types() { # JSON WHAT
+	jq -e '(.release | type == "string") and (.btf_path | type == "string") and
+		(.series | type == "boolean" or type == "null") and
+		(.requirements | keys == ["btf", "kprobe_pmu", "kprobes", "kprobes_list", "privileged"]) and
+		(.requirements | [.[] | type] - ["boolean", "null"] == []) and
+		(.knobs | keys == ["kprobes-callopt", "kprobes-fast-detach", "kprobes-optimization"]) and
+		(.knobs | [.[] | type] - ["number", "null"] == []) and
+		(.bpf | keys == ["kprobe_multi", "kprobe_multi_mechanisms", "kprobe_multi_offsets",
+			"link_info_mechanism"]) and
+		(.bpf | [.[] | type] - ["boolean", "null"] == [])' <<< "$1" > /dev/null ||
+		fail "$2: keys or types: $1"
+}
+json=$(kpctl_j feature) || fail "feature -j: $json"
+feature_types "$json" "feature -j"
+json=$(KPCTL_BTF=/nonexistent/vmlinux kpctl_j feature) || fail "feature -j without BTF: $json"
+feature_types "$json" "feature -j without BTF"
+assert_eq "$(jq -c '[.requirements.btf, .bpf[]]' <<< "$json")" "[false,null,null,null,null]" \
+	"feature -j without BTF: the BPF answers"
+# Our kernel's BTF and a stock one's give other answers (--btf stands in
+# for the running kernel's): the series' UAPI is in ours only.
+if [ -r "$BUILD/vmlinux" ]; then
+	json=$(kpctl_j feature --btf "$BUILD/vmlinux") || fail "feature --btf vmlinux: $json"
+	assert_eq "$(jq -c '[.series, .bpf.kprobe_multi, .bpf.link_info_mechanism,
+		.bpf.kprobe_multi_mechanisms, .bpf.kprobe_multi_offsets]' <<< "$json")" \
+		"[true,true,true,true,true]" "feature with our kernel's BTF"
+else
+	note "no $BUILD/vmlinux: feature with our BTF not checked"
+fi
+stock=$(ls "$BUILD"/vmlinux-*-stock 2> /dev/null | head -n1)
+if [ -n "$stock" ]; then
+	json=$(kpctl_j feature --btf "$stock") || fail "feature --btf $stock: $json"
+	assert_eq "$(jq -c '[.bpf.kprobe_multi, .bpf.link_info_mechanism,
+		.bpf.kprobe_multi_mechanisms, .bpf.kprobe_multi_offsets]' <<< "$json")" \
+		"[true,false,false,false]" "feature with a stock kernel's BTF ($stock)"
+	if [ "$(jq -c '[.knobs["kprobes-callopt"], .knobs["kprobes-fast-detach"]]' <<< "$json")" = "[null,null]" ]; then
+		assert_eq "$(jq -c .series <<< "$json")" false "feature with stock's BTF: series"
+	fi
+	# attach --multi with an offset: such a kernel refuses it (EINVAL for
+	# the unknown BPF_F_KPROBE_MULTI_OFFSETS); kpctl says so before loading.
+	assert_rc 1 "$KPCTL" --btf "$stock" attach --multi "$F" "$F+4"
+	assert_match "$out" "'$F\+4': this kernel's kprobe_multi takes no offsets .*0031" \
+		"attach --multi with an offset on stock"
+	json=$(kpctl_j --btf "$stock" attach --multi "$F" "$F+4" 2> /dev/null); rc=$?
+	assert_eq $rc 1 "exit status of attach --multi with an offset on stock, -j"
+	assert_match "$(jq -r .error <<< "$json")" "takes no offsets" \
+		"JSON error of attach --multi with an offset on stock"
+else
+	note "no $BUILD/vmlinux-*-stock: feature with a stock BTF not checked"
+fi
+echo "PASS: kpctl help, version, prefixes, options after arguments, exit codes, -j errors," \
+	"SPEC checks before loading, root, feature"

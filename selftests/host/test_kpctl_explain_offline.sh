@@ -105,9 +105,9 @@ bad 2 "--verify with --offline" --offline --verify --vmlinux "$VM" "$GETPGID_FUN
 bad 2 "--callopt without --offline" --callopt "$GETPGID_FUNC"
 bad 2 "an unknown mechanism" --offline --vmlinux "$VM" --mechanism callopt,fast "$GETPGID_FUNC"
 bad 2 "MODULE:FUNC" --offline --vmlinux "$VM" "kpx_targets:kpx_target_single"
-bad 1 "a function not in the image" --offline --vmlinux "$VM" no_such_function_kpx
-bad 1 "an address where no function starts" --offline --vmlinux "$VM" 0x1234
-bad 1 "an address that does not parse" --offline --vmlinux "$VM" 0x12zz
-bad 1 "one of two not in the image" --offline --vmlinux "$VM" "$GETPGID_FUNC" no_such_function_kpx
+bad 2 "a function not in the image" --offline --vmlinux "$VM" no_such_function_kpx
+bad 2 "an address where no function starts" --offline --vmlinux "$VM" 0x1234
+bad 2 "an address that does not parse" --offline --vmlinux "$VM" 0x12zz
+bad 2 "one of two not in the image" --offline --vmlinux "$VM" "$GETPGID_FUNC" no_such_function_kpx
 bad 1 "an image that is no ELF file" --offline --vmlinux "$KPX_ROOT/README.md" "$GETPGID_FUNC"
 echo "PASS"

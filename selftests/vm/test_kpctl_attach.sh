@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # kpctl attach: the per-hit cost estimate, exact counts next to it, where
 # the mechanism comes from (link info or debugfs), offsets past the end
-# refused by kpctl, and Ctrl-C while attaching many probes
-# detaches everything attached so far.
+# refused by kpctl (also in a module: up to the next symbol of the module),
+# and Ctrl-C while attaching many probes detaches everything attached so
+# far.
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
@@ -86,6 +87,42 @@ json=$(kpctl_j attach "$F+$size" 2>/dev/null); rc=$?
 assert_eq $rc 1 "exit status past the end, -j"
 assert_match "$(jq -r .error <<< "$json")" "past the end" "past the end, JSON error"
 assert_no_kprobes
+
+# MODULE:FUNC+OFF past the end: the size is up to the next symbol of the
+# module in /proc/kallsyms (it probed the next symbol before). A function
+# of a module that is not loaded is bad usage.
+. "$MODDIR/sites.env"
+insmod "$MODDIR/kpx_targets.ko" || fail "insmod kpx_targets"
+mapfile -t msyms < <(awk '$4 == "[kpx_targets]" { print $1, $3 }' /proc/kallsyms | sort)
+msize=
+for ((i = 0; i < ${#msyms[@]}; i++)); do
+	read -r a n <<< "${msyms[i]}"
+	[ "$n" = kpx_target_single ] || continue
+	for ((j = i + 1; j < ${#msyms[@]}; j++)); do
+		read -r b _ <<< "${msyms[j]}"
+		(( 0x$b != 0x$a )) && { msize=$(( 0x$b - 0x$a )); break; }
+	done
+	break
+done
+[ -n "$msize" ] || fail "no symbol after kpx_target_single in kpx_targets: ${msyms[*]}"
+note "kpx_target_single: $msize bytes to the next symbol of its module"
+for spec in "kpx_targets:kpx_target_single+$msize" "kpx_targets:kpx_target_single+0x100000" \
+	"kpx_target_single+$msize"; do
+	assert_rc 1 "$KPCTL" attach "$spec"
+	assert_match "$out" "past the end of (kpx_targets:)?kpx_target_single \(0x$(printf %x "$msize") bytes" \
+		"message for $spec"
+	assert_no_kprobes
+done
+json=$(kpctl_j attach "kpx_targets:kpx_target_single+$msize" 2>/dev/null); rc=$?
+assert_eq $rc 1 "exit status past the end of a module function, -j"
+assert_match "$(jq -r .error <<< "$json")" "past the end" "past the end of a module function, JSON error"
+assert_rc 0 "$KPCTL" attach "kpx_targets:kpx_target_single+$TARGETS_SINGLE"
+assert_no_kprobes
+assert_rc 2 "$KPCTL" attach kpx_targets:kpx_no_such_function
+assert_match "$out" "no such function in the kernel" "a function the module does not have"
+rmmod kpx_targets || fail "rmmod kpx_targets"
+assert_rc 2 "$KPCTL" attach "kpx_targets:kpx_target_single"
+assert_match "$out" "or its module is not loaded" "a function of a module not loaded"
 
 # Options after the command and after the specs, -j among them; a unique
 # prefix of the command does.

@@ -167,7 +167,7 @@ assert_rc 1 "$KPCTL" attach "$bl"
 assert_no_kprobes
 
 # Bad input.
-assert_rc 1 "$KPCTL" explain kpx_no_such_function_xyz
+assert_rc 2 "$KPCTL" explain kpx_no_such_function_xyz
 assert_match "$out" "no such function" "unknown function message"
 out=$(kpctl_j explain kpx_no_such_function_xyz 2>/dev/null)
 assert_match "$(jq -r .error <<< "$out")" "no such function" "unknown function, JSON error"

@@ -138,8 +138,8 @@ assert_num "$(json_int "$json" .probes[1].hits)" '>=' 100 "attach --multi: pid_v
 json=$(kpctl_j attach --multi --trigger 50 "$F%return") || fail "attach --multi %return: $json"
 assert_eq "$(json_int "$json" .probes[0].hits)" 50 "attach --multi %return: hits"
 wait_unpatched "attach --multi"
-assert_rc 1 kpctl_j attach --multi "$F" no_such_function_kpx
-assert_match "$out" "refused one kprobe_multi link over 2" "attach --multi: refused"
+assert_rc 2 kpctl_j attach --multi "$F" no_such_function_kpx
+assert_match "$out" "no such function in the kernel: 'no_such_function_kpx'" "attach --multi: unknown function"
 # Offsets: the entry stays with ftrace, the others are kprobes of the same
 # link (call-optimized once the optimizer is done), all with exact hits.
 json=$(kpctl_j attach --multi --wait-opt 10 --trigger 100 "$F" "$F+$GETPGID_SINGLE" \
@@ -159,6 +159,8 @@ assert_eq "$(grep -c "$F\|$GETPGID_MULTI_FUNC" /sys/kernel/debug/kprobes/list)" 
 # All or nothing: a site inside an instruction refuses the whole link.
 assert_rc 1 kpctl_j attach --multi "$F" "$F+$GETPGID_SINGLE" "$F+$GETPGID_MIDINSN"
 assert_match "$out" "refused one kprobe_multi link over 3" "attach --multi inside an instruction"
+assert_match "$out" "'$F\+$GETPGID_MIDINSN': not on an instruction boundary" \
+	"attach --multi inside an instruction: the reason"
 assert_eq "$(grep -c "$F" /sys/kernel/debug/kprobes/list)" 0 \
 	"attach --multi inside an instruction: kprobes left"
 # The entry and its fentry call as a site: the same place, refused.

@@ -60,7 +60,7 @@ assert_rc 2 "$KPCTL" stress -n 0
 assert_rc 2 "$KPCTL" stress -k 0
 assert_rc 2 "$KPCTL" stress -W x
 assert_rc 2 "$KPCTL" stress extra
-assert_rc 1 "$KPCTL" stress -n 2 -s "$F+$GETPGID_SINGLE" -s kpx_no_such_function_xyz
+assert_rc 2 "$KPCTL" stress -n 2 -s "$F+$GETPGID_SINGLE" -s kpx_no_such_function_xyz
 assert_match "$out" "no such function" "unknown site message"
 assert_no_kprobes
 assert_rc 0 "$KPCTL" stress --help
