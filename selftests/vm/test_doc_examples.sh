@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The examples of README.md and docs/kpctl.md work as written
+# The examples of README.md, docs/kpctl.md and docs/hardware.md work as written
 # (scripts/check/doc-test: every line of a ```sh block is run here, in the VM, or
 # checked: make targets exist, selftests/run names tests, scripts exist).
 # Negative control: a page whose examples are wrong (a kpctl option that
@@ -12,7 +12,7 @@
 # configuration lays out differently (the debug kernel calls do_getpgid()
 # out of line, and its __x64_sys_getpgid is 0x20 bytes long).
 [ -z "$SFX" ] || skip "the examples name offsets of the VM config's kernel; this is $(uname -r)"
-out=$("$KPX_ROOT/scripts/check/doc-test" "$KPX_ROOT/README.md" "$KPX_ROOT/docs/kpctl.md" 2>&1)
+out=$("$KPX_ROOT/scripts/check/doc-test" "$KPX_ROOT/README.md" "$KPX_ROOT/docs/kpctl.md" "$KPX_ROOT/docs/hardware.md" 2>&1)
 rc=$?
 echo "$out" | grep -v ': ok: ' || true
 [ $rc = 0 ] || fail "an example of the docs failed (above)"
