@@ -389,11 +389,11 @@ int main(int argc, char **argv)
 	LIBBPF_OPTS(bpf_kprobe_multi_opts, mopts, .syms = syms, .cnt = r.n);
 	t = kpx_now_ms();
 	link = bpf_program__attach_kprobe_multi_opts(skel->progs.multi_all, NULL, &mopts);
+	r.attach_err = link ? 0 : -errno;
 	r.attach_ms = kpx_now_ms() - t;
 	if (!link) {
-		r.attach_err = -errno;
 		snprintf(whybuf, sizeof(whybuf), "the kernel refused the link over %ld functions: %s",
-			 r.n, strerror(errno));
+			 r.n, strerror(-r.attach_err));
 		why = whybuf;
 		ret = 1;
 		goto report;
