@@ -13,10 +13,12 @@
 # outcomes, the workload's results held, and the kernel log since this test
 # started has no splat, preempt-count or "huh" message.
 #
-# Up to 2400 s: on Debian's own PREEMPT_RT image the stock paths are slow
-# under TCG (2026-12-06, debian-rt-stock row: a batch of 190 probes took
-# 40 s to attach, and 10 of the 11 batches 1,450 s, past the usual 900 s).
-# kpx-timeout: 2400
+# Up to 4800 s: on Debian's own PREEMPT_RT image the stock paths are slow
+# under TCG. In the debian-rt-stock rows of 2026-12-06 and 2026-12-07 a
+# batch of 190 probes took 35 to 200 s to attach and some 260 s to close
+# (each close waits for grace periods, about 1.3 s apiece there): 350 to
+# 470 s a batch, 11 batches (it was stopped at 900 s, then at 2400 s).
+# kpx-timeout: 4800
 . "$(dirname "$0")/../lib.sh"
 LIST=${KPX_SWEEP_SAMPLE:-$BUILD/sweep-sample$SFX.tsv}
 TOOL=$BUILD/kpx-sweep
