@@ -20,6 +20,21 @@ esac
 KOBJ=$BUILD/kobj$SFX
 # A kernel without the series: ours built unpatched (-stock) or Debian's own.
 stock_kernel() { [[ $SFX == *-stock ]]; }
+# The config the running kernel was built from: this flavour's $KOBJ/.config,
+# or for Debian's own image the config in its package. Fails the test when
+# there is none.
+kernel_config() {
+	local cfg fl
+	case $SFX in
+	-debian-*-stock)
+		fl=${SFX#-debian-}
+		cfg=$(ls "$BUILD/debian/img-${fl%-stock}"/boot/config-* 2>/dev/null | head -n1) ;;
+	*)
+		cfg=$KOBJ/.config ;;
+	esac
+	[ -n "$cfg" ] && [ -r "$cfg" ] || fail_test "no config for $(uname -r) (SFX '$SFX')"
+	printf '%s\n' "$cfg"
+}
 SITES=$BUILD/sites$SFX.env
 # KPX_MODDIR: test modules built for another kernel (a before/after run).
 MODDIR=${KPX_MODDIR:-$BUILD/modules$SFX}

@@ -17,14 +17,7 @@
 TOOL=$BUILD/kpx-multi-all
 FAST=/proc/sys/debug/kprobes-fast-detach
 [ -x "$TOOL" ] || fail "no $TOOL: make bench-tool"
-case $SFX in
--debian-*-stock)
-	fl=${SFX#-debian-}
-	cfg=$(ls "$BUILD/debian/img-${fl%-stock}"/boot/config-* 2>/dev/null | head -n1) ;;
-*)
-	cfg=$KOBJ/.config ;;
-esac
-[ -n "$cfg" ] && [ -r "$cfg" ] || fail "no config for $(uname -r) (SFX '$SFX')"
+cfg=$(kernel_config)
 want_off=0
 grep -q '^CONFIG_X86_KERNEL_IBT=y' "$cfg" && want_off=4
 note "config $cfg: X86_KERNEL_IBT $([ $want_off = 4 ] && echo y || echo n)"

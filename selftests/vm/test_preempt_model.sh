@@ -8,14 +8,7 @@
 # does not), read 1 there; one built without must not. The config is the one this flavour was built from
 # ($KOBJ/.config), or for Debian's own image the config in its package.
 . "$(dirname "$0")/../lib.sh"
-case $SFX in
--debian-*-stock)
-	fl=${SFX#-debian-}
-	cfg=$(ls "$BUILD/debian/img-${fl%-stock}"/boot/config-* 2>/dev/null | head -n1) ;;
-*)
-	cfg=$KOBJ/.config ;;
-esac
-[ -n "$cfg" ] && [ -r "$cfg" ] || fail "no config for $(uname -r) (SFX '$SFX')"
+cfg=$(kernel_config)
 note "config: $cfg"
 grep -E '^CONFIG_PREEMPT[A-Z_]*=|^# CONFIG_PREEMPT(_RT|_DYNAMIC)? is not set' "$cfg" | sed 's/^/# /'
 uv=$(uname -v)
