@@ -610,30 +610,15 @@ static int attach_links(struct links_run *r)
 }
 
 /*
- * --multi --rounds: ftrace's count of patched functions (enabled_functions),
- * -1 when it cannot be read (no tracefs). With the fast detach, a closed
+ * --multi --rounds: ftrace's count of patched functions
+ * (kpx_enabled_functions()). With the fast detach, a closed
  * link's fprobe stays registered, doing nothing, until the kernel's worker
  * gets to it; a new link over the same functions meanwhile finds their call
  * sites already patched (ftrace's list function) and patches nothing. So a
  * round waits, untimed, until the count is back to what it was before the
  * first attach: each attach then pays what an attach on a quiet kernel pays.
  */
-#define ENABLED_FUNCTIONS "/sys/kernel/tracing/enabled_functions"
 #define SETTLE_TIMEOUT_MS 20000.0
-
-static long count_enabled_functions(void)
-{
-	FILE *f = fopen(ENABLED_FUNCTIONS, "r");
-	long n = 0;
-	int c;
-
-	if (!f)
-		return -1;
-	while ((c = getc(f)) != EOF)
-		n += c == '\n';
-	fclose(f);
-	return n;
-}
 
 static int settle_enabled(struct links_run *r, long base)
 {
@@ -641,7 +626,7 @@ static int settle_enabled(struct links_run *r, long base)
 	long n;
 
 	for (;;) {
-		n = count_enabled_functions();
+		n = kpx_enabled_functions();
 		t = kpx_now_ms() - t0;
 		if (n < 0 || n <= base)
 			break;
@@ -691,7 +676,7 @@ static int attach_multi(struct links_run *r)
 		cookies[n] = n;
 	}
 
-	r->enabled_base = count_enabled_functions();
+	r->enabled_base = kpx_enabled_functions();
 	while (r->nrounds < r->o.rounds) {
 		LIBBPF_OPTS(bpf_kprobe_multi_opts, opts,
 			.syms = syms,

@@ -44,6 +44,11 @@ unsigned long kpx_gcd(unsigned long a, unsigned long b);
 int kpx_sysctl_read(const char *path);
 /* 0, or -errno. */
 int kpx_sysctl_write(const char *path, int val);
+/*
+ * ftrace's count of patched functions (the lines of enabled_functions); -1
+ * when it cannot be read (no tracefs).
+ */
+long kpx_enabled_functions(void);
 
 /* --- mechanisms ------------------------------------------------------------ */
 

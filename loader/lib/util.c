@@ -39,6 +39,20 @@ int kpx_sysctl_read(const char *path)
 	return v;
 }
 
+long kpx_enabled_functions(void)
+{
+	FILE *f = fopen("/sys/kernel/tracing/enabled_functions", "r");
+	long n = 0;
+	int c;
+
+	if (!f)
+		return -1;
+	while ((c = getc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
 int kpx_sysctl_write(const char *path, int val)
 {
 	FILE *f = fopen(path, "w");

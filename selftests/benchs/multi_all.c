@@ -45,8 +45,6 @@
 #include "kpx.h"
 #include "multi_all.skel.h"
 
-#define ENABLED "/sys/kernel/tracing/enabled_functions"
-
 static const char *const filter_files[] = {
 	"/sys/kernel/tracing/available_filter_functions_addrs",
 	"/sys/kernel/tracing/available_filter_functions",
@@ -183,20 +181,6 @@ static void note_entry_offset(void)
 	s = kpx_ksym_find(key.name, &cnt);
 	if (s && s->addr && fn->addr >= s->addr)
 		r.entry_offset = fn->addr - s->addr;
-}
-
-static long count_enabled(void)
-{
-	FILE *f = fopen(ENABLED, "r");
-	long n = 0;
-	int c;
-
-	if (!f)
-		return -1;
-	while ((c = getc(f)) != EOF)
-		n += c == '\n';
-	fclose(f);
-	return n;
 }
 
 static void read_file(const char *path)
@@ -384,7 +368,7 @@ int main(int argc, char **argv)
 			strerror(errno));
 		goto out;
 	}
-	r.enabled_before = count_enabled();
+	r.enabled_before = kpx_enabled_functions();
 
 	LIBBPF_OPTS(bpf_kprobe_multi_opts, mopts, .syms = syms, .cnt = r.n);
 	t = kpx_now_ms();
@@ -398,7 +382,7 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto report;
 	}
-	r.enabled_attached = count_enabled();
+	r.enabled_attached = kpx_enabled_functions();
 	if (opt.control)
 		__atomic_store_n(&skel->bss->dead, 1, __ATOMIC_SEQ_CST);
 	activity(opt.trigger_ms, false);
@@ -410,16 +394,16 @@ int main(int argc, char **argv)
 	link = NULL;
 	/* From here on no run may start: any that does sees dead. */
 	__atomic_store_n(&skel->bss->dead, 1, __ATOMIC_SEQ_CST);
-	r.enabled_detached = count_enabled();
+	r.enabled_detached = kpx_enabled_functions();
 	if (pthread_create(&th, NULL, late_activity, NULL)) {
 		why = "cannot start the late activity";
 		goto report;
 	}
 	/* The unpatching, timed from the detach's return. */
-	while (r.enabled_before >= 0 && count_enabled() > r.enabled_before) {
+	while (r.enabled_before >= 0 && kpx_enabled_functions() > r.enabled_before) {
 		if (kpx_now_ms() - t > opt.unpatch_s * 1000) {
 			snprintf(unpatchbuf, sizeof(unpatchbuf), "%ld functions still patched "
-				 "%.0f s after the detach", count_enabled(), opt.unpatch_s);
+				 "%.0f s after the detach", kpx_enabled_functions(), opt.unpatch_s);
 			break;
 		}
 		usleep(20000);
