@@ -5,7 +5,9 @@
  * the kernel ran the probe and what happened.
  *
  * The site list comes from scripts/sites/sweep-sites (build/vmlinux decoded on
- * the host). Site i is in batch i mod NB (NB = the number of batches), so
+ * the host), with link-time addresses: on a kernel booted with KASLR they are
+ * moved by the one offset that the sites named by a unique symbol agree on
+ * (relocate_sites(); the summary's kaslr_offset). Site i is in batch i mod NB (NB = the number of batches), so
  * that the sites of one batch lie far apart (no probe inside another's
  * displaced instructions) and neighbouring boundaries go to different
  * batches; the batches run in the order k * STEP mod NB (STEP >= 5, prime
@@ -192,6 +194,57 @@ static int read_sites(const char *path)
 		fprintf(stderr, "kpx-sweep: %d sites, at most %d\n", nsites, SWEEP_MAX_SITES);
 		return -1;
 	}
+	return 0;
+}
+
+/*
+ * KASLR: the list holds link-time addresses (sweep-sites reads vmlinux), and
+ * x86-64 KASLR moves the kernel image as a whole, so one offset relocates
+ * every site. It is taken from the sites attached by name whose name is
+ * unique in kallsyms (running address + off - listed address), and every
+ * such site must give the same one: a list that does not fit this image in
+ * that way is refused. 0 on a kernel booted with nokaslr.
+ */
+static long long kaslr_offset;
+
+static int relocate_sites(void)
+{
+	int checked = 0;
+
+	if (kpx_kallsyms_load()) {
+		fprintf(stderr, "kpx-sweep: cannot read /proc/kallsyms\n");
+		return -1;
+	}
+	for (int i = 0; i < nsites; i++) {
+		const struct kpx_ksym *k;
+		long long d;
+		int count;
+
+		if (sites[i].by_addr)
+			continue;
+		k = kpx_ksym_find(sites[i].func, &count);
+		if (!k || count != 1)
+			continue;
+		if (!k->addr) {
+			fprintf(stderr, "kpx-sweep: kallsyms shows no addresses (root needed)\n");
+			return -1;
+		}
+		d = (long long)(k->addr + sites[i].off - sites[i].addr);
+		if (checked++ && d != kaslr_offset) {
+			fprintf(stderr,
+				"kpx-sweep: %s+0x%lx is 0x%llx in the list and 0x%llx in kallsyms: not one KASLR offset (0x%llx before)\n",
+				sites[i].func, sites[i].off, sites[i].addr, k->addr + sites[i].off,
+				(unsigned long long)kaslr_offset);
+			return -1;
+		}
+		kaslr_offset = d;
+	}
+	if (!checked) {
+		fprintf(stderr, "kpx-sweep: no site with a unique name: cannot tell the KASLR offset\n");
+		return -1;
+	}
+	for (int i = 0; i < nsites; i++)
+		sites[i].addr += kaslr_offset;
 	return 0;
 }
 
@@ -891,6 +944,11 @@ int main(int argc, char **argv)
 		if (!ignore_id)
 			return 2;
 	}
+	if (relocate_sites())
+		return 2;
+	if (kaslr_offset)
+		fprintf(stderr, "kpx-sweep: KASLR offset 0x%llx applied to the list\n",
+			(unsigned long long)kaslr_offset);
 	nb = (nsites + o.batch - 1) / o.batch;
 	/*
 	 * Run order: batch k * step mod NB, so that the batch after batch b is
@@ -1031,7 +1089,7 @@ int main(int argc, char **argv)
 	if (sum) {
 		fprintf(sum, "{\"sites\":%d,\"batches\":%d,\"batch_size\":%d,\"first_batch\":%d,"
 			"\"last_batch\":%d,\"batches_run\":%d,\"kernel_build_id\":\"%s\","
-			"\"list_build_id\":\"%s\",\"attached\":%d,\"refused\":%d,\"failed\":%d,"
+			"\"list_build_id\":\"%s\",\"kaslr_offset\":%lld,\"attached\":%d,\"refused\":%d,\"failed\":%d,"
 			"\"late\":%d,\"bad_cookie\":%llu,\"live_read_errors\":%d,"
 			"\"blacklisted\":%d,\"seconds\":%.1f,\"ms\":{\"attach\":%.0f,"
 			"\"settle\":%.0f,\"hold\":%.0f,\"detach\":%.0f,\"drain\":%.0f,"
@@ -1040,7 +1098,7 @@ int main(int argc, char **argv)
 			"\"step\":%d,\"hold_ms\":%d,\"settle_ms\":%d,"
 			"\"workload_failed\":%d,\"workload\":",
 			nsites, nb, o.batch, o.first_batch, o.last_batch, t.batches, kid,
-			list_build_id, t.attached, t.refused, t.failed, late,
+			list_build_id, kaslr_offset, t.attached, t.refused, t.failed, late,
 			(unsigned long long)skel->bss->bad_cookie, live_err, blisted,
 			(end - start) / 1e3, t.attach_ms, t.settle_ms, t.hold_ms, t.detach_ms,
 			t.drain_ms, t.loaded_attach_ms, t.loaded_batches, t.drain_timeouts, t.still_listed, left_behind, o.step, o.hold_ms,

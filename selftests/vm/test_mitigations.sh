@@ -11,6 +11,12 @@
 # and on a kernel built with return thunks and no such option, the
 # retbleed and spec_rstack_overflow files must exist (a kernel that lacks
 # them would make these rows say nothing).
+# KASLR: where the kernel image runs. Booted without nokaslr (vm-run
+# --kaslr) on a kernel with RANDOMIZE_BASE, the image must have moved: its
+# virtual (_text against the link address) or its physical load address
+# (iomem's "Kernel code" against PHYSICAL_START) differs. Both unmoved by
+# chance is about one boot in 500,000 (some 500 virtual by 1,000 physical
+# 2 MiB slots in this VM's memory).
 . "$(dirname "$0")/../lib.sh"
 vd=/sys/devices/system/cpu/vulnerabilities
 [ -d "$vd" ] || fail "no $vd"
@@ -25,6 +31,25 @@ cmd=$(cat /proc/cmdline)
 echo "# command line: $cmd"
 [ -r "$vd/retbleed" ] || fail "no $vd/retbleed"
 [ -r "$vd/spectre_v2" ] || fail "no $vd/spectre_v2"
+cfg=$(kernel_config)
+text=$(awk '$3 == "_text" { print $1; exit }' /proc/kallsyms)
+code=$(awk -F'[- :]+' '/Kernel code$/ { sub(/^ +/, ""); print $1; exit }' /proc/iomem)
+phys=$(sed -n 's/^CONFIG_PHYSICAL_START=//p' "$cfg")
+[ -n "$text" ] && [ -n "$code" ] && [ -n "$phys" ] ||
+	fail "cannot tell where the image runs (_text '$text', Kernel code '$code', PHYSICAL_START '$phys')"
+voff=$(( 0x$text - (0xffffffff80000000 + phys) ))
+poff=$(( 0x$code - phys ))
+case " $cmd " in
+*" nokaslr "*) kaslr=off ;;
+*) kaslr=on ;;
+esac
+grep -q '^CONFIG_RANDOMIZE_BASE=y' "$cfg" || kaslr="off (no RANDOMIZE_BASE)"
+printf '# kaslr: %s (virtual offset %#x, physical %#x)\n' "$kaslr" "$voff" "$poff"
+case $kaslr in
+on)	[ "$voff" != 0 ] || [ "$poff" != 0 ] ||
+		fail "booted without nokaslr, but the image runs at its link address, virtual and physical" ;;
+off)	assert_eq "$voff" 0 "virtual KASLR offset with nokaslr" ;;
+esac
 case " $cmd " in
 *" mitigations=off "*)
 	grep -q '^Mitigation' "$vd/spectre_v2" && fail "mitigations=off, but spectre_v2: $(cat "$vd/spectre_v2")"
