@@ -44,7 +44,11 @@ for k in "${klist[@]}"; do
 		c=$(jq -c --arg k "$k" --arg id "$id" '.kernels[$k].hit_icount.configs[$id]' "$res")
 		[ "$c" != null ] || fail "$k: no per-hit result for $id"
 		[ "$(jq -r '.error // empty' <<< "$c")" = "" ] || fail "$k: $id: $(jq -r .error <<< "$c")"
-		assert_eq "$(jq -r '.mechanism_after == .want' <<< "$c")" true "$k: $id mechanism ($c)"
+		# Both must be there: null == null would hold for a result without
+		# either field.
+		assert_match "$(jq -r '.want | strings' <<< "$c")" '^[a-z0-9-]+$' "$k: $id: wanted mechanism ($c)"
+		assert_eq "$(jq -r '.mechanism_after | strings' <<< "$c")" "$(jq -r .want <<< "$c")" \
+			"$k: $id mechanism ($c)"
 		assert_eq "$(json_num "$c" .hits_per_call)" 1 "$k: $id hits per call"
 		assert_num "$(json_num "$c" .median)" '>' 0 "$k: $id: cost ($c)"
 	done
