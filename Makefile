@@ -275,6 +275,31 @@ bench-tool: tools
 bench: all bench-tool kernel-stock
 	@selftests/benchs/bench $(BENCH_ARGS)
 
+# --- install (as bpftool's: PREFIX, DESTDIR) ---------------------------------
+# kpctl, its man page and its bash completion, from what make built (make
+# install does not build: run make first). make uninstall removes exactly
+# those files, and the folders install made that are left empty.
+# host/test_install installs into a scratch DESTDIR, runs the installed
+# kpctl, uninstalls and finds nothing left.
+PREFIX ?= /usr/local
+INSTALL ?= install
+INSTALL_FILES := sbin/kpctl share/man/man8/kpctl.8 share/bash-completion/completions/kpctl
+.PHONY: install uninstall
+install:
+	@for f in $(BUILD)/kpctl $(BUILD)/kpctl.8; do \
+		[ -f $$f ] || { echo "install: no $$f: run make (or make loader man) first" >&2; exit 1; }; \
+	done
+	$(INSTALL) -D -m 0755 $(BUILD)/kpctl $(DESTDIR)$(PREFIX)/sbin/kpctl
+	$(INSTALL) -D -m 0644 $(BUILD)/kpctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/kpctl.8
+	$(INSTALL) -D -m 0644 loader/bash-completion/kpctl \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/kpctl
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALL_FILES))
+	@for d in sbin share/man/man8 share/man share/bash-completion/completions \
+		share/bash-completion share; do \
+		rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/$$d 2>/dev/null || true; \
+	done
+
 clean:
 	rm -rf $(BUILD)/kobj $(BUILD)/kobj-debug $(BUILD)/loader $(BUILD)/modules \
 		$(BUILD)/libbpf $(BUILD)/bpftool-obj $(BUILD)/vm $(BUILD)/selftests-bpf \
