@@ -56,6 +56,45 @@ fail_test() {
 skip() { echo "SKIP: $*" >&2; exit 77; }
 note() { echo "# $*"; }
 
+# KTAP-style subtests, so that one failure does not hide the next:
+# subtest NAME CMD [ARG...] runs CMD (usually a function of the test) in a
+# subshell of its own, where fail, fail_test (also from inside $(...)) and
+# skip end that subtest only; it prints "ok N NAME", "ok N NAME # SKIP" or
+# "not ok N NAME" and returns. Variables CMD sets stay in its subshell: set
+# up what several subtests share before them. subtests_end prints the plan
+# ("1..N") and ends the test: 1 when a subtest failed, else 77 when one
+# was skipped (a skip is never counted as a pass), else 0.
+KPX_SUBTESTS=0
+KPX_SUBTESTS_FAILED=()
+KPX_SUBTESTS_SKIPPED=()
+subtest() { # NAME CMD [ARG...]
+	local name=$1 rc
+	shift
+	KPX_SUBTESTS=$((KPX_SUBTESTS + 1))
+	echo "# subtest $KPX_SUBTESTS: $name"
+	(
+		KPX_TEST_PID=$BASHPID
+		trap 'exit 1' USR1
+		"$@"
+	)
+	rc=$?
+	case $rc in
+	0) echo "ok $KPX_SUBTESTS $name" ;;
+	77) echo "ok $KPX_SUBTESTS $name # SKIP"; KPX_SUBTESTS_SKIPPED+=("$name") ;;
+	*) echo "not ok $KPX_SUBTESTS $name"; KPX_SUBTESTS_FAILED+=("$name") ;;
+	esac
+	return 0
+}
+subtests_end() {
+	echo "1..$KPX_SUBTESTS"
+	[ "$KPX_SUBTESTS" -gt 0 ] || fail "no subtest ran"
+	[ ${#KPX_SUBTESTS_FAILED[@]} = 0 ] ||
+		fail "${#KPX_SUBTESTS_FAILED[@]} of $KPX_SUBTESTS subtests failed: ${KPX_SUBTESTS_FAILED[*]}"
+	[ ${#KPX_SUBTESTS_SKIPPED[@]} = 0 ] ||
+		skip "${#KPX_SUBTESTS_SKIPPED[@]} of $KPX_SUBTESTS subtests skipped: ${KPX_SUBTESTS_SKIPPED[*]}"
+	exit 0
+}
+
 assert_eq() { # ACTUAL EXPECTED WHAT
 	[ "$1" = "$2" ] || fail "$3: got '$1', want '$2'"
 }
