@@ -14,6 +14,6 @@ assert_eq "$(sed -n 1p <<< "$mechs")" ftrace "mechanism at the entry"
 assert_eq "$(sed -n 2p <<< "$mechs")" callopt "mechanism at explain's callopt site"
 assert_eq "$(sort -u <<< "$mechs" | wc -l)" 3 "three different mechanisms ($(echo $mechs))"
 assert_eq "$(awk '{ print $5 }' <<< "$table" | sort -u)" 1000 "hits of every probe"
-assert_eq "$(grep -c '^+[0-9]* [a-z0-9]*: ' <<< "$out")" 3 "a reason for each site"
+assert_eq "$(grep -cE '^\+(0|0x[0-9a-f]+) [a-z0-9]+: .+' <<< "$out")" 3 "a reason for each site"
 assert_match "$out" "each probe ran through the mechanism explain predicted" "the demo's verdict"
 assert_no_kprobes
