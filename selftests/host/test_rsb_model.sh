@@ -5,8 +5,10 @@
 # synthetic guest (selftests/benchs/rsb/model_check.c) whose counts are
 # worked out by hand there: a callopt-like exit, 5 mispredicted returns
 # per hit, 3 above the probed function, depth -1 and one call depth
-# underflow per hit, on both RSB sizes; an int3-like handler 20 calls deep,
-# 8 (3 above) with 16 entries and 0 with 32; plain calls 0. Then one
+# underflow per hit, on both RSB sizes, one of them a return in thunk=; an
+# int3-like handler 20 calls deep, 8 (3 above) with 16 entries and 0 with
+# 32, whatever QEMU's helpers replay of the last memory callbacks (the
+# exception frame, iret); plain calls 0. Then one
 # --icount boot of ours (build/bzImage) with none, int3-single,
 # callopt-single, ours-entry (ftrace) and fentry-entry:
 # - the plugin loads and sees every marker the guest made (one per
@@ -47,6 +49,10 @@ for e in 1:hit:20:100:100:60:60:-20:20 1:plain:20:0:0:0:0:0:0 2:hit:20:160:0:60:
 	assert_eq "$(json_int "$mc" "$p.above[0][1]")" "$a32" "model_check epoch $n $c: above, RSB 32"
 	assert_eq "$(json_int "$mc" "$p.depth_net")" "$dn" "model_check epoch $n $c: call depth"
 	assert_eq "$(json_int "$mc" "$p.cdt_underflows")" "$cu" "model_check epoch $n $c: underflows"
+done
+for n in 0 1; do
+	assert_eq "$(json_int "$mc" ".epochs[1].hit.thunk[$n]")" 20 "model_check: thunk returns mispredicted"
+	assert_eq "$(json_int "$mc" ".epochs[2].hit.thunk[$n]")" 0 "model_check: thunk returns, int3"
 done
 note "model_check: the synthetic guest's counts are as worked out by hand"
 runner=$KPX_ROOT/selftests/benchs/rsb-model

@@ -8,7 +8,10 @@
  *      handler, returns into a buffer, which pushes site+len and jumps to
  *      an exit that returns (no call pushed that address);
  *   2. int3-like, deep: int3 at the site, an exception handler 20 calls
- *      deep (deeper than 16, not than 32), iret back;
+ *      deep (deeper than 16, not than 32), iret back; the exception's
+ *      frame pushes and iret's pops run the memory callbacks of the last
+ *      call or return again (as QEMU 7.2's helpers do), which the plugin
+ *      must ignore;
  *   3. plain only.
  * Each epoch: 10 plain syscalls, 20 with the probe, 10 plain. The plugin's
  * JSON (OUT.json) is then checked by selftests/host/test_rsb_model.sh
@@ -131,6 +134,18 @@ void qemu_plugin_outs(const char *string)
 #define NDEEP		20
 
 static uint64_t rsp = 0x7ffffff00000ULL, krsp_top = 0xffffc90000004000ULL;
+/* The memory callbacks of the last instruction that had some. */
+static struct cb stale[4];
+static int nstale;
+
+/* A helper's @n accesses (stores or loads), under stale callbacks. */
+static void helper_access(bool store, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int c = 0; c < nstale; c++)
+			((qemu_plugin_vcpu_mem_cb_t)stale[c].fn)(0, store, rsp - 8 * (i + 1),
+								   stale[c].udata);
+}
 
 /* Executes the block at @pc made of @n instructions given as byte strings. */
 static void run_tb(uint64_t pc, int n, const char *const *insns)
@@ -160,6 +175,10 @@ static void run_tb(uint64_t pc, int n, const char *const *insns)
 			rsp -= 8;
 		for (int c = 0; c < in->nmem; c++)
 			((qemu_plugin_vcpu_mem_cb_t)in->mem[c].fn)(0, op == 0xe8, rsp, in->mem[c].udata);
+		if (in->nmem) {
+			memcpy(stale, in->mem, sizeof(stale));
+			nstale = in->nmem;
+		}
 		if (op == 0xc3)
 			rsp += 8;
 	}
@@ -194,7 +213,7 @@ static void syscall_once(enum probe p, bool marker)
 		 * S+6 pops U+5 (4, above); the user's ret pops an empty RSB
 		 * (5, above). 5 per hit, 3 above, either size; kernel calls
 		 * 4, returns 5: depth -1; the call depth count underflows at
-		 * DO's return: 1.
+		 * DO's return: 1. TRAMP's return lies in thunk=: 1 per hit.
 		 */
 		RUN(FUNC, "90", "e800000000");		/* call TRAMP at SITE */
 		RUN(TRAMP, "e800000000");		/* call HANDLER */
@@ -211,9 +230,11 @@ static void syscall_once(enum probe p, bool marker)
 		 * innermost returns predict, the other 5 of the handler
 		 * find it empty (inside), then FUNC's, DO's and the user's
 		 * returns (above): 8 per hit, 3 above. RSB 32: 0. iretq
-		 * touches no RSB. Depth: balanced, 0.
+		 * touches no RSB. Depth: balanced, 0; the count underflows
+		 * once (23 calls saturate it at 13, 21 + 2 returns empty it).
 		 */
 		RUN(FUNC, "90", "cc");
+		helper_access(true, 5);			/* the exception frame */
 		RUN(INT3_ENTRY, "e800000000");		/* call DEEP */
 		for (int i = 0; i < NDEEP; i++)
 			RUN(DEEP + 16 * i, "e800000000");
@@ -221,6 +242,7 @@ static void syscall_once(enum probe p, bool marker)
 		for (int i = NDEEP - 1; i >= 0; i--)
 			RUN(DEEP + 16 * i + 5, "c3");
 		RUN(INT3_ENTRY + 5, "48cf");		/* iretq */
+		helper_access(false, 5);
 		RUN(SITE + 5, "c3");
 		goto out;
 	}
@@ -248,8 +270,8 @@ static void epoch(enum probe p)
 
 int main(int argc, char **argv)
 {
-	char out[4200], a[5][64];
-	char *args[] = { out, a[0], a[1], a[2], a[3], a[4], "rsb=16:32" };
+	char out[4200], a[6][64];
+	char *args[] = { out, a[0], a[1], a[2], a[3], a[4], a[5], "rsb=16:32" };
 	qemu_info_t info = { .target_name = "x86_64", .version = { 0, 1 },
 			     .system_emulation = true, .system = { 1, 1 } };
 
@@ -263,7 +285,8 @@ int main(int argc, char **argv)
 	snprintf(a[2], 64, "mark=0x%llx", MARK);
 	snprintf(a[3], 64, "site=0x%llx", SITE);
 	snprintf(a[4], 64, "func=0x%llx", FUNC);
-	if (qemu_plugin_install(1, &info, 7, args) || !trans_cb || !atexit_cb) {
+	snprintf(a[5], 64, "thunk=0x%llx:0x%llx", TRAMP + 5, TRAMP + 6);
+	if (qemu_plugin_install(1, &info, 8, args) || !trans_cb || !atexit_cb) {
 		fprintf(stderr, "model_check: the plugin did not install\n");
 		return 1;
 	}

@@ -11,7 +11,8 @@
  * The model, per vCPU:
  * - A near call (e8, ff /2; any prefixes) pushes its return address (the
  *   address after the call) on each modelled RSB when its store to the
- *   stack completes. A call whose store faults pushes nothing.
+ *   stack completes (the memory callback of that store; a load of call *mem
+ *   is told apart). A call whose store faults pushes nothing.
  * - A near return (c3, c2 imm16; any prefixes: rep ret, cs ret) pops each
  *   RSB when its load from the stack completes; the address executed next
  *   (the next translation block to run) is the actual target. A pop of an
@@ -61,6 +62,10 @@
  *   func=ADDR        a probed function's first instruction (up to 4)
  *   rsb=N[:N...]     RSB sizes, 1..64 each, up to 4 (default 16:32)
  *   stack=BYTES      kernel stack size and alignment (default 16384)
+ *   thunk=LO:HI      the retpoline thunks: their returns' mispredicts (by
+ *                    design) are also counted apart
+ *   dump=LO:HI       list the instructions of [LO, HI) as translated, with
+ *                    their kind and executions (a check of the decoding)
  * Requires single-threaded TCG (-accel tcg,thread=single): the epoch and its
  * counters are shared by all vCPUs without locks.
  */
@@ -92,6 +97,7 @@ struct stats {
 	uint64_t kcalls, krets;	/* kernel mode only */
 	uint64_t misp[MAX_SIZES];	/* mispredicted returns */
 	uint64_t empty[MAX_SIZES];	/* of them: popped an empty RSB */
+	uint64_t thunk[MAX_SIZES];	/* of them: returns of thunk= */
 	uint64_t above[MAX_FUNCS][MAX_SIZES];	/* of them: above func k */
 	int64_t depth_net;	/* kernel calls - kernel returns */
 	uint64_t cdt_underflows;	/* call depth count underflows */
@@ -115,6 +121,14 @@ struct vcpu {
 	bool pred_ok[MAX_SIZES];
 	uint64_t pred[MAX_SIZES];
 	bool pend_above[MAX_FUNCS];
+	bool pend_thunk;
+	/*
+	 * The call or return about to execute (its return address, its
+	 * address), armed by its execution callback and disarmed by its own
+	 * stack access or the next block: a memory callback that QEMU runs
+	 * for another access (see vcpu_tb_trans()) finds it disarmed.
+	 */
+	uint64_t armed_call, armed_ret;
 	/* The stack pointer as the last call (push) or return (pop) left it. */
 	uint64_t sp;
 	bool mode_known, kernel;
@@ -132,6 +146,7 @@ static uint64_t sysentry, win, mark;
 static uint64_t sites[MAX_SITES], funcs[MAX_FUNCS];
 static unsigned int nsites, nfuncs;
 static uint64_t stack_size = 16384;
+static uint64_t thunk_lo, thunk_hi;
 static const char *out_path;
 static int nr_vcpus;
 static struct vcpu *vcpus;
@@ -139,6 +154,17 @@ static struct vcpu *vcpus;
 static struct epoch epochs[MAX_EPOCHS];
 static unsigned int cur_epoch;
 static uint64_t marks, insn_calls, insn_rets;
+
+#define MAX_DUMP	256
+/* dump=: the instructions of [dump_lo, dump_hi) as last translated. */
+struct dumped {
+	uint64_t pc, execs;
+	uint8_t bytes[16];
+	unsigned int len, kind, translations;
+};
+static uint64_t dump_lo, dump_hi;
+static struct dumped dumped[MAX_DUMP];
+static unsigned int ndumped;
 
 static bool is_kernel(uint64_t addr)
 {
@@ -176,6 +202,7 @@ static void stats_add(struct stats *sum, const struct stats *w)
 	for (unsigned int m = 0; m < nsizes; m++) {
 		sum->misp[m] += w->misp[m];
 		sum->empty[m] += w->empty[m];
+		sum->thunk[m] += w->thunk[m];
 		for (unsigned int f = 0; f < nfuncs; f++)
 			sum->above[f][m] += w->above[f][m];
 	}
@@ -204,6 +231,8 @@ static void resolve_ret(struct vcpu *v, uint64_t target)
 		v->w.misp[m]++;
 		if (!v->pred_ok[m])
 			v->w.empty[m]++;
+		if (v->pend_thunk)
+			v->w.thunk[m]++;
 		for (unsigned int f = 0; f < nfuncs; f++)
 			if (v->pend_above[f])
 				v->w.above[f][m]++;
@@ -217,6 +246,7 @@ static void vcpu_tb_exec(unsigned int idx, void *udata)
 	uint64_t pc = (uintptr_t)udata;
 	bool kernel = is_kernel(pc);
 
+	v->armed_call = v->armed_ret = 0;
 	if (v->pending)
 		resolve_ret(v, pc);
 	if (v->mode_known && kernel != v->kernel) {
@@ -240,6 +270,9 @@ static void vcpu_call(unsigned int idx, qemu_plugin_meminfo_t info, uint64_t slo
 	struct vcpu *v = &vcpus[idx];
 	uint64_t ret_addr = (uintptr_t)udata;
 
+	if (!qemu_plugin_mem_is_store(info) || v->armed_call != ret_addr)
+		return;	/* the load of call *mem, or not this call's access */
+	v->armed_call = 0;
 	for (unsigned int m = 0; m < nsizes; m++)
 		rsb_push(&v->rsb[m], ret_addr);
 	v->sp = slot;
@@ -262,6 +295,9 @@ static void vcpu_ret(unsigned int idx, qemu_plugin_meminfo_t info, uint64_t slot
 	struct vcpu *v = &vcpus[idx];
 	bool kernel = is_kernel((uintptr_t)udata);
 
+	if (qemu_plugin_mem_is_store(info) || v->armed_ret != (uintptr_t)udata)
+		return;
+	v->armed_ret = 0;
 	for (unsigned int m = 0; m < nsizes; m++)
 		v->pred_ok[m] = rsb_pop(&v->rsb[m], &v->pred[m]);
 	for (unsigned int f = 0; f < nfuncs; f++) {
@@ -277,6 +313,7 @@ static void vcpu_ret(unsigned int idx, qemu_plugin_meminfo_t info, uint64_t slot
 		}
 		v->pend_above[f] = above;
 	}
+	v->pend_thunk = (uintptr_t)udata >= thunk_lo && (uintptr_t)udata < thunk_hi;
 	v->pending = true;
 	v->sp = slot + 8;
 	v->w.rets++;
@@ -290,6 +327,16 @@ static void vcpu_ret(unsigned int idx, qemu_plugin_meminfo_t info, uint64_t slot
 			v->call_depth = ~0ULL;
 		}
 	}
+}
+
+static void vcpu_arm_call(unsigned int idx, void *udata)
+{
+	vcpus[idx].armed_call = (uintptr_t)udata;
+}
+
+static void vcpu_arm_ret(unsigned int idx, void *udata)
+{
+	vcpus[idx].armed_ret = (uintptr_t)udata;
 }
 
 static void vcpu_sysentry(unsigned int idx, void *udata)
@@ -330,6 +377,31 @@ static void vcpu_func(unsigned int idx, void *udata)
 
 enum kind { K_OTHER, K_CALL, K_RET };
 
+static void vcpu_dumped(unsigned int idx, void *udata)
+{
+	dumped[(uintptr_t)udata].execs++;
+}
+
+static void dump_insn(struct qemu_plugin_insn *insn, uint64_t pc, const uint8_t *p, size_t len,
+		      enum kind kind)
+{
+	unsigned int i;
+
+	for (i = 0; i < ndumped && dumped[i].pc != pc; i++)
+		;
+	if (i == MAX_DUMP)
+		return;
+	if (i == ndumped)
+		ndumped++;
+	dumped[i].pc = pc;
+	dumped[i].len = len < 16 ? len : 16;
+	memcpy(dumped[i].bytes, p, dumped[i].len);
+	dumped[i].kind = kind;
+	dumped[i].translations++;
+	qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_dumped, QEMU_PLUGIN_CB_NO_REGS,
+					       (void *)(uintptr_t)i);
+}
+
 /* Decodes a 64-bit mode near call or near return; anything else is K_OTHER. */
 static enum kind insn_kind(const uint8_t *p, size_t len)
 {
@@ -366,17 +438,37 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		const uint8_t *p = qemu_plugin_insn_data(insn);
 		size_t len = qemu_plugin_insn_size(insn);
 		uint64_t pc = qemu_plugin_insn_vaddr(insn);
+		enum kind kind = insn_kind(p, len);
 
-		switch (insn_kind(p, len)) {
+		if (pc >= dump_lo && pc < dump_hi)
+			dump_insn(insn, pc, p, len, kind);
+		switch (kind) {
+		/*
+		 * QEMU_PLUGIN_MEM_RW and a test of the access in the callback:
+		 * QEMU up to 8.0 matched a load only to callbacks registered
+		 * with the W bit (plugin-gen.c's op_rw() added 1 to the
+		 * already 1-based enum), so a MEM_R callback never ran. And
+		 * QEMU 7.2 leaves the last instruction's memory callbacks
+		 * installed after it, so the accesses of helpers (exception
+		 * delivery pushing its frame, iret popping it) run them too:
+		 * the execution callback arms them for the instruction's own
+		 * access only.
+		 */
 		case K_CALL:
+			qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_arm_call,
+							       QEMU_PLUGIN_CB_NO_REGS,
+							       (void *)(uintptr_t)(pc + len));
 			qemu_plugin_register_vcpu_mem_cb(insn, vcpu_call, QEMU_PLUGIN_CB_NO_REGS,
-							 QEMU_PLUGIN_MEM_W,
+							 QEMU_PLUGIN_MEM_RW,
 							 (void *)(uintptr_t)(pc + len));
 			insn_calls++;
 			break;
 		case K_RET:
+			qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_arm_ret,
+							       QEMU_PLUGIN_CB_NO_REGS,
+							       (void *)(uintptr_t)pc);
 			qemu_plugin_register_vcpu_mem_cb(insn, vcpu_ret, QEMU_PLUGIN_CB_NO_REGS,
-							 QEMU_PLUGIN_MEM_R, (void *)(uintptr_t)pc);
+							 QEMU_PLUGIN_MEM_RW, (void *)(uintptr_t)pc);
 			insn_rets++;
 			break;
 		default:
@@ -422,6 +514,8 @@ static void json_stats(FILE *f, const struct stats *s)
 	json_u64s(f, "mispredicts", s->misp, nsizes);
 	fprintf(f, ", ");
 	json_u64s(f, "empty", s->empty, nsizes);
+	fprintf(f, ", ");
+	json_u64s(f, "thunk", s->thunk, nsizes);
 	fprintf(f, ", \"above\": [");
 	for (unsigned int k = 0; k < nfuncs; k++) {
 		fprintf(f, "%s[", k ? ", " : "");
@@ -467,6 +561,15 @@ static void write_json(void)
 		}
 		fprintf(f, "}%s\n", e < cur_epoch ? "," : "");
 	}
+	fprintf(f, "], \"dump\": [");
+	for (unsigned int i = 0; i < ndumped; i++) {
+		fprintf(f, "%s\n{\"pc\": \"0x%" PRIx64 "\", \"kind\": %u, \"translations\": %u, "
+			"\"execs\": %" PRIu64 ", \"bytes\": \"", i ? "," : "", dumped[i].pc,
+			dumped[i].kind, dumped[i].translations, dumped[i].execs);
+		for (unsigned int b = 0; b < dumped[i].len; b++)
+			fprintf(f, "%02x", dumped[i].bytes[b]);
+		fprintf(f, "\"}");
+	}
 	fprintf(f, "]}\n");
 	if (fclose(f) || rename(tmp, out_path))
 		fprintf(stderr, "rsb_model: cannot write %s: %s\n", out_path, strerror(errno));
@@ -490,6 +593,18 @@ static int parse_addr(const char *s, uint64_t *out)
 	errno = 0;
 	*out = strtoull(s, &end, 0);
 	return errno || end == s || *end ? -1 : 0;
+}
+
+/* LO:HI, LO < HI */
+static int parse_range(const char *s, uint64_t *lo, uint64_t *hi)
+{
+	char *end;
+
+	errno = 0;
+	*lo = strtoull(s, &end, 0);
+	if (errno || end == s || *end != ':')
+		return -1;
+	return parse_addr(end + 1, hi) || *hi <= *lo ? -1 : 0;
 }
 
 static int parse_arg(const char *arg)
@@ -527,6 +642,10 @@ static int parse_arg(const char *arg)
 	if (KEY("stack"))
 		return parse_addr(val, &stack_size) || !stack_size ||
 		       (stack_size & (stack_size - 1)) ? -1 : 0;
+	if (KEY("dump"))
+		return parse_range(val, &dump_lo, &dump_hi);
+	if (KEY("thunk"))
+		return parse_range(val, &thunk_lo, &thunk_hi);
 	if (KEY("rsb")) {
 		char buf[64], *tok, *save;
 
