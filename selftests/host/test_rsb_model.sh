@@ -108,4 +108,4 @@ grep -q "callopt-single, RSB 16: .* mispredicted returns (retpoline thunks' excl
 	fail "--ceiling callopt-single=1/0: no finding for RSB 16: $(cat "$out/ceiling-fail.log")"
 "$runner" --report-only --out "$out" --ceiling fentry-entry=0/0 > "$out/ceiling-pass.log" 2>&1 ||
 	fail "--ceiling fentry-entry=0/0 failed: $(tail -5 "$out/ceiling-pass.log")"
-echo "PASS: return stack model: callopt-single $(json_num "$res" "$k.configs[\"callopt-single\"].per_hit[\"16\"].own") mispredicted returns per hit (RSB 16, thunks' excluded), int3/ftrace/fentry 0 above"
+echo "PASS: return stack model: callopt-single $(printf %.2f "$(json_num "$res" "$k.configs[\"callopt-single\"].per_hit[\"16\"].own")") mispredicted returns per hit (RSB 16, thunks' excluded), int3/ftrace/fentry 0 above"
