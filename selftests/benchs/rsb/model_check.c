@@ -173,8 +173,11 @@ static void run_tb(uint64_t pc, int n, const char *const *insns)
 			((qemu_plugin_vcpu_udata_cb_t)in->exec[c].fn)(0, in->exec[c].udata);
 		if (op == 0xe8 || op == 0x68)
 			rsp -= 8;
-		for (int c = 0; c < in->nmem; c++)
-			((qemu_plugin_vcpu_mem_cb_t)in->mem[c].fn)(0, op == 0xe8, rsp, in->mem[c].udata);
+		for (int c = 0; c < in->nmem; c++) {
+			qemu_plugin_vcpu_mem_cb_t cb = (qemu_plugin_vcpu_mem_cb_t)in->mem[c].fn;
+
+			cb(0, op == 0xe8, rsp, in->mem[c].udata);
+		}
 		if (in->nmem) {
 			memcpy(stale, in->mem, sizeof(stale));
 			nstale = in->nmem;

@@ -551,7 +551,8 @@ static void write_json(void)
 	for (unsigned int k = 0; k < nfuncs; k++)
 		fprintf(f, "%s\"0x%" PRIx64 "\"", k ? ", " : "", funcs[k]);
 	fprintf(f, "], \"marks\": %" PRIu64 ", \"translated_calls\": %" PRIu64
-		", \"translated_rets\": %" PRIu64 ", \"epochs\": [\n", marks, insn_calls, insn_rets);
+		", \"translated_rets\": %" PRIu64 ", \"epochs\": [\n",
+		marks, insn_calls, insn_rets);
 	for (unsigned int e = 0; e <= cur_epoch; e++) {
 		fprintf(f, "{\"epoch\": %u, ", e);
 		json_u64s(f, "site_hits", epochs[e].site_hits, nsites);
@@ -677,7 +678,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	}
 	for (int i = 0; i < argc; i++) {
 		if (parse_arg(argv[i])) {
-			fprintf(stderr, "rsb_model: bad argument '%s' (see rsb_model.c)\n", argv[i]);
+			fprintf(stderr, "rsb_model: bad argument '%s' (see rsb_model.c)\n",
+				argv[i]);
 			return -1;
 		}
 	}
