@@ -275,6 +275,18 @@ bench-tool: tools
 bench: all bench-tool kernel-stock
 	@selftests/benchs/bench $(BENCH_ARGS)
 
+# The return stack model (docs/benchmarks.md, "Return stack model"): the
+# QEMU TCG plugin build/rsb/rsb_model.so (selftests/benchs/rsb/) and its
+# runner, one --icount boot per kernel (ours, and stock when
+# build/bzImage-stock exists; build/kpx-bench must exist: make bench-tool).
+# RSB_ARGS go to selftests/benchs/rsb-model (--kernels, --configs,
+# --ceiling CFG=TOTAL/ABOVE); results in build/rsb/.
+.PHONY: rsb-plugin rsb-model
+rsb-plugin:
+	@$(MAKE) -s -C selftests/benchs/rsb BUILD=$(BUILD)
+rsb-model: rsb-plugin
+	@selftests/benchs/rsb-model $(RSB_ARGS)
+
 # --- install (as bpftool's: PREFIX, DESTDIR) ---------------------------------
 # kpctl, its man page and its bash completion, from what make built (make
 # install does not build: run make first). make uninstall removes exactly
