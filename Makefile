@@ -176,7 +176,7 @@ run: all
 # (selftests/check). Stock comparisons (check-stock), upstream's suites
 # (check-upstream), the configuration matrix (check-configs) and the full
 # sweep (sweep) have targets of their own.
-check: all bench-tool detach-tool
+check: all bench-tool detach-tool rsb-plugin
 	@selftests/check -x test_stock_,test_ftracetest_
 
 # Upstream's kprobe-related suites on the stock kernel and on ours, compared
