@@ -27,9 +27,10 @@ vmalloc_callers() {
 	awk '{ c = $3; sub(/\+.*/, "", c); for (i = 4; i <= NF; i++) if ($i ~ /^pages=/)
 		s[c] += substr($i, 7) * 4 } END { for (c in s) print c, s[c] }' /proc/vmallocinfo | LC_ALL=C sort
 }
-vmalloc_kb() { # [stacks]: the sum without the task stacks, or of them only
-	vmalloc_callers | awk -v re="$STACK_CALLERS" -v st="${1:-}" \
-		'(st == "" && $1 !~ re) || (st != "" && $1 ~ re) { s += $2 } END { print s + 0 }'
+vmalloc_kb() { # SNAPSHOT [stacks]: the sum of vmalloc_callers' SNAPSHOT
+	# without the task stacks, or of them only
+	awk -v re="$STACK_CALLERS" -v st="${2:-}" \
+		'(st == "" && $1 !~ re) || (st != "" && $1 ~ re) { s += $2 } END { print s + 0 }' <<< "$1"
 }
 settle() {
 	assert_no_kprobes  # waits for the release worker
@@ -84,16 +85,17 @@ round() {
 cycles 20 $LINKS
 settle
 round
-s0=$(meminfo SUnreclaim) v0=$(vmalloc_kb) t0=$(vmalloc_kb stacks) p0=$(meminfo Percpu)
-vc0=$(vmalloc_callers)
+s0=$(meminfo SUnreclaim) vc0=$(vmalloc_callers) p0=$(meminfo Percpu)
+v0=$(vmalloc_kb "$vc0") t0=$(vmalloc_kb "$vc0" stacks)
 note "before: SUnreclaim ${s0} kB, vmalloc ${v0} kB (task stacks ${t0} kB apart), Percpu ${p0} kB"
 
 round
-s1=$(meminfo SUnreclaim) v1=$(vmalloc_kb) t1=$(vmalloc_kb stacks) p1=$(meminfo Percpu)
+s1=$(meminfo SUnreclaim) vc1=$(vmalloc_callers) p1=$(meminfo Percpu)
+v1=$(vmalloc_kb "$vc1") t1=$(vmalloc_kb "$vc1" stacks)
 note "after $((N + STOCK_N)) x 3 sites + $((LINKS + STOCK_LINKS)) links: SUnreclaim ${s1} kB, vmalloc ${v1} kB (task stacks ${t1} kB apart), Percpu ${p1} kB"
 note "delta: SUnreclaim $((s1 - s0)) kB, vmalloc $((v1 - v0)) kB, task stacks $((t1 - t0)) kB ($(ps -e --no-headers | wc -l) tasks now), Percpu $((p1 - p0)) kB"
 # Which callers' vmalloc areas moved (for a failure's message).
-vmoved=$(LC_ALL=C join -a1 -a2 -e 0 -o 0,1.2,2.2 <(echo "$vc0") <(vmalloc_callers) |
+vmoved=$(LC_ALL=C join -a1 -a2 -e 0 -o 0,1.2,2.2 <(echo "$vc0") <(echo "$vc1") |
 	awk '$2 != $3 { printf "%s %+d kB; ", $1, $3 - $2 }')
 [ -z "$vmoved" ] || note "vmalloc by caller: $vmoved"
 
