@@ -280,11 +280,13 @@ bench: all bench-tool kernel-stock
 # runner, one --icount boot per kernel (ours, and stock when
 # build/bzImage-stock exists; build/kpx-bench must exist: make bench-tool).
 # RSB_ARGS go to selftests/benchs/rsb-model (--kernels, --configs,
-# --ceiling CFG=TOTAL/ABOVE); results in build/rsb/.
+# --ceiling CFG=TOTAL/ABOVE); results in build/rsb/. The runner builds the
+# plugin itself; make check builds it (rsb-plugin) for host/test_rsb_model's
+# model_check.
 .PHONY: rsb-plugin rsb-model
 rsb-plugin:
 	@$(MAKE) -s -C selftests/benchs/rsb BUILD=$(BUILD)
-rsb-model: rsb-plugin
+rsb-model:
 	@selftests/benchs/rsb-model $(RSB_ARGS)
 
 # --- install (as bpftool's: PREFIX, DESTDIR) ---------------------------------
