@@ -234,7 +234,7 @@ static const char *insn_rule(const char *why)
 
 /*
  * callopt_prepare() for a region of several instructions: each must be
- * copyable, boostable, safe in the call buffer and no ENDBR after the first
+ * copyable, out of the exception table, in callopt's allowlist, and no ENDBR after the first
  * byte; the function must pass can_optimize(); the ORC data must not
  * change in the region; the region must not be reserved. Sets *region to
  * the region's length.
@@ -265,9 +265,6 @@ static void why_not_callopt_multi(const struct kfunc *f, const struct kstate *ks
 		} else if (addr_set_has(&f->extable, s->addr + n)) {
 			why = "in the exception table";
 			rule = "extable";
-		} else if (ki.boost_refusal) {
-			why = ki.boost_refusal;
-			rule = "boost";
 		} else if (ki.callopt_refusal) {
 			why = ki.callopt_refusal;
 			rule = insn_rule(why);
@@ -335,11 +332,7 @@ static void why_not_callopt(const struct kfunc *f, const struct kstate *ks,
 	}
 	*region = ki->len;
 	if (addr_set_has(&f->extable, s->addr))
-		no_call(rs, "extable", s->off,
-			"the instruction is in the exception table (can_boost)");
-	if (ki->boost_refusal)
-		no_call(rs, "boost", s->off, "%s is not boostable: %s", ki->mnemonic,
-			ki->boost_refusal);
+		no_call(rs, "extable", s->off, "the instruction is in the exception table");
 	if (ki->callopt_refusal)
 		no_call(rs, insn_rule(ki->callopt_refusal), s->off,
 			"%s is unsafe in the call buffer: %s", ki->mnemonic, ki->callopt_refusal);

@@ -3,8 +3,8 @@
  * The kernel's x86 instruction decoder (compiled in from the kernel tree, as
  * objtool and perf do) and the per-instruction rules of the x86 kprobes
  * code: can_probe()'s exception check, __copy_instruction(),
- * prepare_emulation(), can_boost() and the callopt patch's
- * callopt_insn_ok(). The function-level rules (exception tables, reserved
+ * prepare_emulation(), can_boost() (for the jump optimization) and the
+ * callopt patch's allowlist, callopt_insn_ok(). The function-level rules (exception tables, reserved
  * ranges, jumps into a jump-optimized region) need more than one
  * instruction and live in explain.c.
  *
@@ -110,8 +110,8 @@ static const char *boost_refusal(struct insn *insn)
 	return NULL;
 }
 
-/* callopt_insn_is_string(): MOVS, CMPS, STOS, LODS, SCAS and INS, OUTS */
-static bool callopt_insn_is_string(struct insn *insn)
+/* MOVS, CMPS, STOS, LODS, SCAS and INS, OUTS: REP repeats them */
+static bool is_string_insn(struct insn *insn)
 {
 	unsigned char op0 = insn->opcode.bytes[0];
 
@@ -121,105 +121,137 @@ static bool callopt_insn_is_string(struct insn *insn)
 }
 
 /*
- * callopt_insn_ok() of the callopt patch (opt.c), in its order: the
- * prefixes first (%fs/%gs overrides; REP/REPNE on a string instruction;
- * LOCK stays allowed), then the opcode.
+ * callopt_insn_ok() of the callopt patch (opt.c): an allowlist of opcodes
+ * (with their ModRM.reg and form) and of the prefixes each may carry. The
+ * tables are opt.c's callopt_ops1[] and callopt_ops2[], entry for entry.
+ */
+#define CO_ANY		0xff
+#define CO_R(n)		(1u << (n))
+enum {
+	CO_OK = 1, CO_MEM = 2, CO_LOCK = 4, CO_F3 = 8, CO_F3_ONLY = 16,
+};
+struct callopt_op {
+	unsigned char flags, regs;
+};
+#define CO(f)		{ .flags = CO_OK | (f), .regs = CO_ANY }
+#define COG(f, r)	{ .flags = CO_OK | (f), .regs = (r) }
+#define CO_ALU(op)	[op] = CO(CO_LOCK), [(op) + 1] = CO(CO_LOCK),		\
+			[(op) + 2] = CO(0), [(op) + 3] = CO(0),			\
+			[(op) + 4] = CO(0), [(op) + 5] = CO(0)
+
+static const struct callopt_op callopt_ops1[256] = {
+	CO_ALU(0x00), CO_ALU(0x08), CO_ALU(0x10), CO_ALU(0x18),
+	CO_ALU(0x20), CO_ALU(0x28), CO_ALU(0x30),
+	[0x38 ... 0x3d] = CO(0),
+	[0x50 ... 0x5f] = CO(0),
+	[0x63] = CO(0),
+	[0x68] = CO(0), [0x69] = CO(0), [0x6a] = CO(0), [0x6b] = CO(0),
+	[0x80 ... 0x81] = CO(CO_LOCK), [0x83] = CO(CO_LOCK),
+	[0x84 ... 0x85] = CO(0),
+	[0x86 ... 0x87] = CO(CO_LOCK),
+	[0x88 ... 0x8b] = CO(0), [0x8c] = CO(0), [0x8d] = CO(CO_MEM),
+	[0x8f] = COG(0, CO_R(0)),
+	[0x90] = CO(CO_F3),
+	[0x91 ... 0x97] = CO(0), [0x98 ... 0x99] = CO(0), [0x9e ... 0x9f] = CO(0),
+	[0xa0 ... 0xa3] = CO(0), [0xa4 ... 0xa7] = CO(0), [0xa8 ... 0xa9] = CO(0),
+	[0xaa ... 0xaf] = CO(0), [0xb0 ... 0xbf] = CO(0),
+	[0xc0 ... 0xc1] = COG(0, (unsigned char)~CO_R(6)),
+	[0xc6 ... 0xc7] = COG(0, CO_R(0)),
+	[0xd0 ... 0xd3] = COG(0, (unsigned char)~CO_R(6)),
+	[0xf5] = CO(0),
+	[0xf6 ... 0xf7] = COG(CO_LOCK, (unsigned char)~CO_R(1)),
+	[0xf8 ... 0xf9] = CO(0), [0xfc ... 0xfd] = CO(0),
+	[0xfe ... 0xff] = COG(CO_LOCK, CO_R(0) | CO_R(1)),
+};
+
+static const struct callopt_op callopt_ops2[256] = {
+	[0x1f] = COG(0, CO_R(0)),
+	[0x31] = CO(0),
+	[0x40 ... 0x4f] = CO(0), [0x90 ... 0x9f] = CO(0),
+	[0xa3] = CO(0), [0xa4 ... 0xa5] = CO(0), [0xab] = CO(CO_LOCK),
+	[0xac ... 0xad] = CO(0), [0xaf] = CO(0), [0xb0 ... 0xb1] = CO(CO_LOCK),
+	[0xb3] = CO(CO_LOCK), [0xb6 ... 0xb7] = CO(0),
+	[0xb8] = CO(CO_F3 | CO_F3_ONLY),
+	[0xba] = COG(CO_LOCK, CO_R(4) | CO_R(5) | CO_R(6) | CO_R(7)),
+	[0xbb] = CO(CO_LOCK), [0xbc ... 0xbd] = CO(CO_F3), [0xbe ... 0xbf] = CO(0),
+	[0xc0 ... 0xc1] = CO(CO_LOCK),
+	[0xc7] = COG(CO_MEM | CO_LOCK, CO_R(1)),
+	[0xc8 ... 0xcf] = CO(0),
+};
+
+static bool callopt_lockable(const struct callopt_op *op, struct insn *insn, unsigned char reg)
+{
+	if (!(op->flags & CO_LOCK) || X86_MODRM_MOD(insn->modrm.bytes[0]) == 3)
+		return false;
+	if (insn->opcode.nbytes == 2)
+		return insn->opcode.bytes[1] != 0xba || reg != 4;
+	switch (insn->opcode.bytes[0]) {
+	case 0x80 ... 0x83:
+		return reg != 7;
+	case 0xf6 ... 0xf7:
+		return reg == 2 || reg == 3;
+	}
+	return true;
+}
+
+/*
+ * Why callopt_insn_ok() refuses the instruction, or NULL. The %fs/%gs and
+ * REP refusals come first, with texts of their own (explain.c's
+ * insn_rule() files them under their rules); the rest is the allowlist.
  */
 static const char *callopt_refusal(struct insn *insn)
 {
-	unsigned char op0 = insn->opcode.bytes[0];
-	unsigned char reg = X86_MODRM_REG(insn->modrm.bytes[0]);
-	unsigned char mod = X86_MODRM_MOD(insn->modrm.bytes[0]);
-	bool rep = false;
+	const struct callopt_op *op;
+	unsigned char reg = 0;
 	insn_byte_t prefix;
+	bool f3 = false;
 	int i;
 
 	for_each_insn_prefix(insn, i, prefix) {
-		if (prefix == 0xf3)
-			rep = true;
-		switch (prefix) {
-		case 0x64:
+		if (prefix == 0x64)
 			return "%fs operand: callopt refuses %fs and %gs segment overrides";
-		case 0x65:
+		if (prefix == 0x65)
 			return "%gs operand: the preempt count callopt raises is "
 			       "%gs-relative per-CPU data";
-		case 0xf2:
-		case 0xf3:
-			if (callopt_insn_is_string(insn))
-				return "REP string instruction: unbounded time with "
-				       "preemption off";
+		if ((prefix == 0xf2 || prefix == 0xf3) && is_string_insn(insn))
+			return "REP string instruction: unbounded time with preemption off";
+	}
+	if (insn->vex_prefix.nbytes)
+		return "VEX/EVEX/XOP instruction (SIMD state): not in callopt's allowlist";
+	if (insn->opcode.nbytes == 1)
+		op = &callopt_ops1[insn->opcode.bytes[0]];
+	else if (insn->opcode.nbytes == 2 && insn->opcode.bytes[0] == 0x0f)
+		op = &callopt_ops2[insn->opcode.bytes[1]];
+	else
+		return "three-byte opcode: not in callopt's allowlist";
+	if (!(op->flags & CO_OK))
+		return "opcode not in callopt's allowlist";
+	if (insn->modrm.nbytes) {
+		reg = X86_MODRM_REG(insn->modrm.bytes[0]);
+		if (!(op->regs & CO_R(reg)))
+			return "this ModRM.reg of the group is not in callopt's allowlist";
+		if ((op->flags & CO_MEM) && X86_MODRM_MOD(insn->modrm.bytes[0]) == 3)
+			return "register form not in callopt's allowlist";
+	}
+	for_each_insn_prefix(insn, i, prefix) {
+		switch (prefix) {
+		case 0x66: case 0x26: case 0x2e: case 0x36: case 0x3e:
 			break;
+		case 0xf0:
+			if (!callopt_lockable(op, insn, reg))
+				return "LOCK where callopt's allowlist has none";
+			break;
+		case 0xf3:
+			if (!(op->flags & CO_F3))
+				return "F3 prefix not in callopt's allowlist for this opcode";
+			f3 = true;
+			break;
+		default:
+			return "address-size or F2 prefix: not in callopt's allowlist";
 		}
 	}
-
-	if (insn->opcode.nbytes == 2 && op0 == 0x0f) {
-		switch (insn->opcode.bytes[1]) {
-		case 0x00:
-			return "system instruction (0f 00: lldt, ltr, ...)";
-		case 0x01:
-			return "system instruction (0f 01: stac/clac, monitor/mwait, ...)";
-		case 0x05:
-		case 0x07:
-		case 0x34 ... 0x35:
-			return "syscall/sysret/sysenter/sysexit";
-		case 0x06:
-			return "clts";
-		case 0x08 ... 0x09:
-			return "invd/wbinvd";
-		case 0x0b:
-		case 0xb9:
-		case 0xff:
-			return "ud0/ud1/ud2";
-		case 0x20 ... 0x23:
-			return "move to/from control or debug register";
-		case 0x30:
-			return "wrmsr";
-		case 0x37:
-			return "getsec";
-		case 0x78 ... 0x79:
-			return "vmread/vmwrite";
-		case 0xa0 ... 0xa1:
-			return "push/pop of the %fs selector";
-		case 0xa8 ... 0xa9:
-			return "push/pop of the %gs selector";
-		case 0xaa:
-			return "rsm";
-		case 0xb2:
-		case 0xb4 ... 0xb5:
-			return "lss/lfs/lgs (loads a segment register)";
-		case 0xae:
-			return rep && mod == 3 ? "rd/wr fs/gs base" : NULL;
-		case 0xc7:
-			return (reg == 6 || reg == 7) && mod != 3 ?
-			       "vmptrld/vmclear/vmxon/vmptrst" : NULL;
-		}
-		return NULL;
-	}
-	if (insn->opcode.nbytes != 1)
-		return "not a one- or two-byte opcode";
-	switch (op0) {
-	case 0x6c ... 0x6f:
-		return "ins/outs (port I/O)";
-	case 0x8e:
-		return "move to segment register";
-	case 0x9c ... 0x9d:
-		return "pushf/popf";
-	case 0xc2 ... 0xc3:
-	case 0xca ... 0xcf:
-		return "ret/retf/int/iret";
-	case 0xc6 ... 0xc7:
-		return insn->modrm.bytes[0] == 0xf8 ? "xabort/xbegin (a branch)" : NULL;
-	case 0xc8:
-		return "enter";
-	case 0xe4 ... 0xe7:
-	case 0xec ... 0xef:
-		return "in/out";
-	case 0xfa ... 0xfb:
-		return "cli/sti";
-	case 0xff:
-		return reg == 0 || reg == 1 || reg == 6 ? NULL :
-		       "Grp5 other than inc/dec/push";
-	}
+	if ((op->flags & CO_F3_ONLY) && !f3)
+		return "opcode not in callopt's allowlist without F3";
 	return NULL;
 }
 

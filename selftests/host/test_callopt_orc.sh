@@ -11,7 +11,11 @@
 # minus one), so every entry from the call of callopt_handler() up to the
 # RET is a signal entry of type call, and the call's entry finds the
 # site's return address above the struct pt_regs that callopt_entry built
-# (sp:sp+176, PTREGS_SIZE + 8). Read from build/vmlinux with the tree's
+# (sp:sp+176, PTREGS_SIZE + 8). The tail ends with the IRETQ into a
+# longer region's buffer ("Keep the return stack balanced across a
+# callopt hit"), whose entry must still find the site's return address
+# above the IRET frame; the int3 after the extra call of the 5-byte way in
+# is a speculation trap, never executed, without ORC data. Read from build/vmlinux with the tree's
 # objtool (--dump=orc). Negative controls run the check on the same dump
 # with the call's entry, then one tail entry, turned back into a plain
 # call entry (signal:0), and with the call's entry 8 bytes off: each must
@@ -32,18 +36,34 @@ start=$(awk '/<callopt_entry>:/ {print $1; exit}' <<< "$dis")
 call=$(grep -E 'call +[0-9a-f]+ <callopt_handler>' <<< "$dis" | awk -F: '{gsub(/ /,"",$1); print $1}')
 [ -n "$call" ] || fail "callopt_entry does not call callopt_handler"
 after=$(grep -A1 -E 'call +[0-9a-f]+ <callopt_handler>' <<< "$dis" | tail -1 | awk -F: '{gsub(/ /,"",$1); print $1}')
-last=$(grep -E '^ *[0-9a-f]+:.*(\bret|<__x86_return_thunk>)' <<< "$dis" | tail -1 | awk -F: '{gsub(/ /,"",$1); print $1}')
-[ -n "$last" ] || fail "no RET in callopt_entry"
+last=$(grep -E '^ *[0-9a-f]+:.*(\bret|<__x86_return_thunk>|iretq)' <<< "$dis" | tail -1 | awk -F: '{gsub(/ /,"",$1); print $1}')
+[ -n "$last" ] || fail "no RET or IRETQ in callopt_entry"
+grep -qE '^ *[0-9a-f]+:\s+iretq' <<< "$dis" || fail "no IRETQ in callopt_entry (the way into a longer region's buffer)"
+# The speculation trap after the extra call of the way into a 5-byte
+# region's buffer ("call 1f; int3; 1:"): never executed, so objtool gives
+# it no ORC data. Every int3 must be such a trap, and there is one.
+traps=$(awk '
+	/^ *[0-9a-f]+:/ {
+		a = $1; sub(/:$/, "", a)
+		if ($2 == "int3" && prev_call != "" && strtonum("0x" prev_call) == strtonum("0x" a) + 1)
+			print a
+		else if ($2 == "int3")
+			print "bad:" a
+		prev_call = ($2 == "call") ? $3 : ""
+	}' <<< "$dis")
+grep -q bad: <<< "$traps" && fail "an int3 in callopt_entry is not the trap after a call to the next instruction: $traps"
+[ "$(wc -w <<< "$traps")" = 1 ] || fail "want one speculation trap in callopt_entry, found '$traps'"
 [ $((16#$last)) -gt $((16#$after)) ] || fail "the RET ($last) is not after the call ($after)"
-note "callopt_entry at $start: call at $call, tail $after..$last"
+note "callopt_entry at $start: call at $call, tail $after..$last, trap at $traps"
 
 dump=$("$OBJTOOL" --dump=orc "$VMLINUX") || fail "objtool --dump=orc failed"
 
-# check_orc START CALL AFTER LAST: the dump on stdin; prints what is wrong.
+# check_orc START CALL AFTER LAST TRAP: the dump on stdin; prints what is
+# wrong.
 check_orc() {
 	python3 -c '
 import sys
-start, call, after, last = (int(a, 16) for a in sys.argv[1:5])
+start, call, after, last, trap = (int(a, 16) for a in sys.argv[1:6])
 ents = []
 for line in sys.stdin:
     addr, _, rest = line.partition(":")
@@ -59,6 +79,8 @@ def at(x):
     return e[-1] if e else None
 bad = []
 for x in range(call, last + 1):
+    if x == trap:
+        continue
     e = at(x)
     if e is None or "signal:1" not in e or "type:call" not in e:
         bad.append("%s %x: %s (want a call entry, signal:1)" %
@@ -72,8 +94,8 @@ elif "sp:sp+176 " not in ce[0] + " ":
 if bad:
     print("\n".join(bad))
     sys.exit(1)
-print("%d entries from the call to the RET, all signal:1" % len([a for a, r in ents if call <= a <= last]))
-' "$start" "$call" "$after" "$last"
+print("%d entries from the call to the RET and IRETQ, all signal:1" % len([a for a, r in ents if call <= a <= last]))
+' "$start" "$call" "$after" "$last" "$traps"
 }
 
 out=$(check_orc <<< "$dump") || fail "callopt_entry's ORC data: $out"
@@ -102,9 +124,9 @@ sys.exit(0 if done else 1)
 }
 
 # Negative controls: the call's own entry (the one a task in
-# callopt_handler()'s epilogue is unwound with), then the first tail entry
-# after the one at $after.
-for what in call:$call tail:$(printf '%x' $((16#$after + 1))); do
+# callopt_handler()'s epilogue is unwound with), the first tail entry
+# after the one at $after, and the IRETQ's.
+for what in call:$call tail:$(printf '%x' $((16#$after + 1))) tail:$last; do
 	kind=${what%%:*}
 	badump=$(flip_at "${what#*:}" <<< "$dump" 2>/tmp/orc-flip.$$) ||
 		fail "negative control ($kind): no signal entry at or after ${what#*:} to flip"
