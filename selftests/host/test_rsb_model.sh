@@ -10,7 +10,9 @@
 # 32, whatever QEMU's helpers replay of the last memory callbacks (the
 # exception frame, iret); plain calls 0. Then one
 # --icount boot of ours (build/bzImage) with none, int3-single,
-# callopt-single, ours-entry (ftrace) and fentry-entry:
+# callopt-single (a 7-byte instruction: entered by IRET), callopt-short (a
+# 5-byte region: entered by a return after an extra call), callopt-multi,
+# kretprobe-entry, ours-entry (ftrace) and fentry-entry:
 # - the plugin loads and sees every marker the guest made (one per
 #   configuration, and one more);
 # - each probe's hits, counted by the plugin at the probe site, are exactly
@@ -18,16 +20,19 @@
 #   so are the syscall windows that hit it;
 # - the no-probe baseline is stable: none's mispredicted returns per call
 #   differ from the other configurations' baseline calls by < 0.05;
-# - the negative control of the issue: today's callopt (return-unbalanced:
-#   its exit returns where no call pushed) mispredicts >= 2 returns per hit
-#   with both RSB sizes (16 and 32), not counting the returns of retpoline
-#   thunks (mispredicted by design, as many for every mechanism that makes
-#   the same indirect calls), and drifts the call depth by -1;
+# - callopt is return-balanced (issue 34, item 8): each of the three sites
+#   mispredicts 1 return per hit (0.95..1.05: the return into the buffer
+#   at the 5-byte site, the exit's to site+len at the others), none above
+#   the probed function, and the call depth does not drift, on both RSB
+#   sizes, not counting the returns of retpoline thunks (mispredicted by
+#   design, as many for every mechanism that makes the same indirect calls);
+# - the negative control: kretprobe's return side (stock's rethook, whose
+#   trampoline returns where no call pushed) mispredicts >= 2 returns per
+#   hit, >= 2 above the probed function, and drifts the call depth by -1:
+#   the model sees an unbalanced mechanism;
 # - int3, ftrace and BPF fentry mispredict no return above the probed
 #   function (|per hit| < 0.05 with both sizes);
-# - --ceiling can fail: today's callopt-single exceeds 1/0 (the ceiling a
-#   return-balanced callopt is to be held to), while fentry-entry stays
-#   within 0/0.
+# - --ceiling holds callopt to 1/0 and fails kretprobe-entry at 1/0.
 . "$(dirname "$0")/../lib.sh"
 [ -r "$BUILD/bzImage" ] || fail "no $BUILD/bzImage (make kernel)"
 [ -x "$BUILD/kpx-bench" ] || fail "no $BUILD/kpx-bench (make bench-tool)"
@@ -57,7 +62,7 @@ for n in 0 1; do
 done
 note "model_check: the synthetic guest's counts are as worked out by hand"
 runner=$KPX_ROOT/selftests/benchs/rsb-model
-cfgs=none,int3-single,callopt-single,ours-entry,fentry-entry
+cfgs=none,int3-single,callopt-single,callopt-short,callopt-multi,kretprobe-entry,ours-entry,fentry-entry
 log=$BUILD/rsb/test.log
 mkdir -p "$BUILD/rsb"
 "$runner" --kernels ours --configs "$cfgs" --calls 2000 --reps 2 --warmup 200 \
@@ -67,11 +72,11 @@ cat "$out/table.md" 2>/dev/null | sed 's/^/# /'
 [ $rc = 0 ] || fail "rsb-model exited $rc: $(tail -n 20 "$log")"
 res=$(cat "$out/results.json") || fail "no $out/results.json"
 k='.kernels.ours'
-assert_eq "$(json_int "$res" "$k.marks")" 6 "markers the plugin saw"
-assert_eq "$(json_int "$res" "$k.guest_marks")" 6 "markers the guest made"
+assert_eq "$(json_int "$res" "$k.marks")" 9 "markers the plugin saw"
+assert_eq "$(json_int "$res" "$k.guest_marks")" 9 "markers the guest made"
 want=$(json_int "$res" "$k.probed_calls")
 assert_eq "$want" $((200 + 2 * 2000)) "probed calls per configuration"
-for c in int3-single callopt-single ours-entry fentry-entry; do
+for c in int3-single callopt-single callopt-short callopt-multi kretprobe-entry ours-entry fentry-entry; do
 	r="$k.configs[\"$c\"]"
 	assert_eq "$(json_str "$res" "$r.mechanism")" "$(json_str "$res" "$r.want")" "$c: mechanism"
 	assert_eq "$(json_int "$res" "$r.hits")" "$want" "$c: hits counted at the site"
@@ -84,27 +89,36 @@ for n in 16 32; do
 	d=$(json_num "$res" "$k.configs.none.per_call_vs_baseline[\"$n\"]")
 	assert_num "$d" '<' 0.05 "none, RSB $n: mispredicts per call vs the baseline"
 	assert_num "$d" '>' -0.05 "none, RSB $n: mispredicts per call vs the baseline"
-	v=$(json_num "$res" "$k.configs[\"callopt-single\"].per_hit[\"$n\"].own")
-	assert_num "$v" '>=' 2 "callopt-single, RSB $n: mispredicted returns per hit (negative control)"
-	for c in int3-single ours-entry fentry-entry; do
+	for c in callopt-single callopt-short callopt-multi; do
+		v=$(json_num "$res" "$k.configs[\"$c\"].per_hit[\"$n\"].own")
+		assert_num "$v" '>' 0.95 "$c, RSB $n: mispredicted returns per hit"
+		assert_num "$v" '<' 1.05 "$c, RSB $n: mispredicted returns per hit"
+	done
+	v=$(json_num "$res" "$k.configs[\"kretprobe-entry\"].per_hit[\"$n\"].own")
+	assert_num "$v" '>=' 2 "kretprobe-entry, RSB $n: mispredicted returns per hit (negative control)"
+	v=$(json_num "$res" "$k.configs[\"kretprobe-entry\"].per_hit[\"$n\"].above")
+	assert_num "$v" '>=' 2 "kretprobe-entry, RSB $n: above the probed function (negative control)"
+	for c in int3-single callopt-single callopt-short callopt-multi ours-entry fentry-entry; do
 		a=$(json_num "$res" "$k.configs[\"$c\"].per_hit[\"$n\"].above")
 		assert_num "$a" '<' 0.05 "$c, RSB $n: mispredicted returns above the probed function per hit"
 		assert_num "$a" '>' -0.05 "$c, RSB $n: mispredicted returns above the probed function per hit"
 	done
 done
-d=$(json_num "$res" "$k.configs[\"callopt-single\"].depth_drift_per_hit")
-assert_num "$d" '<' -0.95 "callopt-single: call depth drift per hit"
-assert_num "$d" '>' -1.05 "callopt-single: call depth drift per hit"
-for c in int3-single ours-entry fentry-entry; do
+d=$(json_num "$res" "$k.configs[\"kretprobe-entry\"].depth_drift_per_hit")
+assert_num "$d" '<' -0.95 "kretprobe-entry: call depth drift per hit (negative control)"
+assert_num "$d" '>' -1.05 "kretprobe-entry: call depth drift per hit (negative control)"
+for c in int3-single callopt-single callopt-short callopt-multi ours-entry fentry-entry; do
 	d=$(json_num "$res" "$k.configs[\"$c\"].depth_drift_per_hit")
 	assert_num "$d" '<' 0.05 "$c: call depth drift per hit"
 	assert_num "$d" '>' -0.05 "$c: call depth drift per hit"
 done
-# The ceiling option: fails on today's callopt, passes a balanced mechanism.
-"$runner" --report-only --out "$out" --ceiling callopt-single=1/0 > "$out/ceiling-fail.log" 2>&1
-assert_eq $? 1 "rsb-model --ceiling callopt-single=1/0 on today's callopt (exit)"
-grep -q "callopt-single, RSB 16: .* mispredicted returns (retpoline thunks' excluded) per hit, ceiling 1" "$out/ceiling-fail.log" ||
-	fail "--ceiling callopt-single=1/0: no finding for RSB 16: $(cat "$out/ceiling-fail.log")"
-"$runner" --report-only --out "$out" --ceiling fentry-entry=0/0 > "$out/ceiling-pass.log" 2>&1 ||
-	fail "--ceiling fentry-entry=0/0 failed: $(tail -5 "$out/ceiling-pass.log")"
-echo "PASS: return stack model: callopt-single $(printf %.2f "$(json_num "$res" "$k.configs[\"callopt-single\"].per_hit[\"16\"].own")") mispredicted returns per hit (RSB 16, thunks' excluded), int3/ftrace/fentry 0 above"
+# The ceiling option: holds callopt to 1/0, fails the unbalanced kretprobe.
+"$runner" --report-only --out "$out" --ceiling callopt-single=1/0 --ceiling callopt-short=1/0 \
+	--ceiling callopt-multi=1/0 > "$out/ceiling-pass.log" 2>&1 ||
+	fail "--ceiling callopt-{single,short,multi}=1/0 failed: $(tail -5 "$out/ceiling-pass.log")"
+"$runner" --report-only --out "$out" --ceiling kretprobe-entry=1/0 > "$out/ceiling-fail.log" 2>&1
+assert_eq $? 1 "rsb-model --ceiling kretprobe-entry=1/0 (negative control)"
+grep -q "kretprobe-entry, RSB 16: .* mispredicted returns (retpoline thunks' excluded) per hit, ceiling 1" "$out/ceiling-fail.log" ||
+	fail "--ceiling kretprobe-entry=1/0: no finding for RSB 16: $(cat "$out/ceiling-fail.log")"
+per() { printf %.2f "$(json_num "$res" "$k.configs[\"$1\"].per_hit[\"16\"].own")"; }
+echo "PASS: return stack model (RSB 16, thunks' excluded): callopt-single $(per callopt-single), callopt-short $(per callopt-short), callopt-multi $(per callopt-multi) mispredicted returns per hit, none above; kretprobe $(per kretprobe-entry) (negative control); int3/ftrace/fentry 0 above"

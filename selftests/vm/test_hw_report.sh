@@ -14,8 +14,8 @@ res=$("$KPX_ROOT/scripts/hw-report" --quick --out "$out" 2>&1); rc=$?
 note "$res"
 assert_eq "$rc" 0 "hw-report exit status"
 assert_eq "$(cat "$FAST")" 1 "the knob restored"
-for f in system.txt feature.json explain.json hit.json links-fast.json links-stock.json \
-	multi.json multi-all.json; do
+for f in system.txt feature.json explain.json hit.json hit-short.json links-fast.json \
+	links-stock.json multi.json multi-all.json; do
 	[ -s "$out/$f" ] || fail "no $out/$f"
 done
 grep -q '^Linux ' "$out/system.txt" || fail "system.txt has no uname -a"
@@ -24,6 +24,9 @@ assert_eq "$(json_bool "$(cat "$out/feature.json")" .series)" true "feature: the
 json=$(cat "$out/hit.json")
 jq -e '[.configs[] | select(.id == "callopt-single" and (has("error") | not))] | length == 1' \
 	<<< "$json" > /dev/null || fail "hit.json has no callopt-single result: ${json:0:400}"
+json=$(cat "$out/hit-short.json")
+jq -e '[.configs[] | select(.id == "callopt-single" and (has("error") | not))] | length == 1' \
+	<<< "$json" > /dev/null || fail "hit-short.json has no callopt-single result: ${json:0:400}"
 assert_num "$(json_int "$(cat "$out/links-fast.json")" .attached)" '==' 20 "links-fast: attached"
 assert_num "$(json_int "$(cat "$out/links-stock.json")" .attached)" '==' 20 "links-stock: attached"
 assert_eq "$(json_int "$(cat "$out/multi.json")" .rounds)" 2 "multi: rounds"
