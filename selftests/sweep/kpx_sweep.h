@@ -6,7 +6,7 @@
 /* Sites per run (the cookie indexes the .bss arrays). */
 #define SWEEP_MAX_SITES	65536
 
-/* sweep_read_text (bpf/kpx_text.h): up to this many bytes of kernel text. */
+/* sweep_read_text (include/kpx_text.h): up to this many bytes of kernel text. */
 #define SWEEP_TEXT_MAX	16
 
 #endif /* KPX_SWEEP_H */

@@ -11,7 +11,7 @@ struct kpctl_count {
 	__u64 ctrl_hits;	/* hits of the controller thread (stress) */
 };
 
-/* kpctl_read_text (bpf/kpx_text.h): up to this many bytes of kernel text. */
+/* kpctl_read_text (include/kpx_text.h): up to this many bytes of kernel text. */
 #define KPCTL_TEXT_MAX 65536
 
 /* kpctl_regs: the pt_regs a kprobe handler saw, as 21 raw words in the

@@ -1,7 +1,9 @@
-# The build rules that kpctl (loader/), the stress and sweep controllers
-# (selftests/stress, selftests/sweep) and kpx-bench (selftests/benchs) share:
-# BPF object -> skeleton -> binary linked against libkpx (build/libkpx.a,
-# loader/lib/) and the libbpf of the patched kernel tree.
+# libkpx (this folder, built into build/libkpx.a; its headers are in
+# include/) and the build rules that kpctl (loader/), the stress and sweep
+# controllers (selftests/stress, selftests/sweep), the detach tools
+# (selftests/detach) and kpx-bench (selftests/benchs) share: BPF object ->
+# skeleton -> binary linked against libkpx and the libbpf of the patched
+# kernel tree.
 #
 # An including Makefile sets OUT (its object folder under BUILD) and APPS
 # (its binaries under BUILD), includes this file, and gives each binary its
@@ -9,13 +11,13 @@
 #
 #   APPS := kpx-stress
 #   OUT = $(BUILD)/stress
-#   include ../../loader/lib/bpf.mk
+#   include ../../bpf/bpf.mk
 #   $(BUILD)/kpx-stress: kpx_stress.c $(OUT)/kpx_stress.skel.h $(APP_DEPS)
 #   	$(LINK)
 #
 # Every NAME.bpf.c of the including folder builds into $(OUT)/NAME.skel.h.
 KPX_LIB_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
-KPX_ROOT := $(abspath $(KPX_LIB_DIR)/../..)
+KPX_ROOT := $(abspath $(KPX_LIB_DIR)/..)
 BUILD ?= $(KPX_ROOT)/build
 CLANG ?= clang-19
 LLVM_STRIP ?= llvm-strip-19
@@ -25,12 +27,12 @@ LIBBPF_A := $(LIBBPF)/lib/libbpf.a
 BPFTOOL := $(BUILD)/bpftool
 LIBKPX := $(BUILD)/libkpx.a
 # UAPI from the patched tree (not the distribution's older linux-libc-dev).
-INCLUDES := -I$(OUT) -I. -I$(KPX_LIB_DIR) -I$(LIBBPF)/include -I$(KPX_ROOT)/include \
-	-I$(KPX_ROOT)/bpf -I$(KSRC)/tools/include/uapi
+INCLUDES := -I$(OUT) -I. -I$(KPX_ROOT)/include -I$(LIBBPF)/include \
+	-I$(KSRC)/tools/include/uapi
 CFLAGS ?= -O2 -g -Wall -Wextra -Wno-unused-parameter
 LDLIBS := $(LIBKPX) $(LIBBPF_A) -lelf -lz -lpthread -lm
-BPF_HDRS := $(wildcard *.h) $(wildcard $(KPX_ROOT)/include/*.h) $(wildcard $(KPX_ROOT)/bpf/*.h)
-APP_DEPS := $(LIBKPX) $(LIBBPF_A) $(wildcard *.h) $(KPX_LIB_DIR)/kpx.h
+BPF_HDRS := $(wildcard *.h) $(wildcard $(KPX_ROOT)/include/*.h)
+APP_DEPS := $(LIBKPX) $(LIBBPF_A) $(wildcard *.h) $(wildcard $(KPX_ROOT)/include/*.h)
 # The sources and skeletons of the rule's prerequisites, then the libraries.
 LINK = $(CC) $(CFLAGS) $(INCLUDES) $(filter-out %.bpf.c,$(filter %.c %.o,$^)) $(LDLIBS) -o $@
 
@@ -51,7 +53,7 @@ $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 
 # Built whole in a folder of its own and renamed into place, so that two
 # tools' builds running at once cannot mix their objects.
-$(LIBKPX): $(KPX_LIB_SRCS) $(KPX_LIB_DIR)/kpx.h $(KPX_ROOT)/bpf/kpx_text.h
+$(LIBKPX): $(KPX_LIB_SRCS) $(wildcard $(KPX_ROOT)/include/*.h)
 	@set -e; d=$$(mktemp -d $(BUILD)/.libkpx.XXXXXX); trap 'rm -rf $$d' EXIT; \
 	for s in $(KPX_LIB_SRCS); do \
 		$(CC) $(CFLAGS) $(INCLUDES) -c $$s -o $$d/$$(basename $$s .c).o; \

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * libkpx: what kpctl, the stress and sweep controllers and kpx-bench share
- * (build/libkpx.a, built by loader/lib/bpf.mk).
+ * (build/libkpx.a, built by bpf/bpf.mk from the sources in bpf/).
  *
  *  - time: kpx_now_ms();
  *  - the kprobes knobs in /proc/sys/debug: their paths, read and write;
