@@ -68,11 +68,16 @@ kernel-export:
 	@scripts/build/kernel-export
 
 # The unpatched kernel, same source and config (build/bzImage-stock; for
-# the host tests test_stock_*: make check-stock). Its sites are picked with
-# our kpctl (loader), so that needs our kernel built first.
-.PHONY: kernel-stock
-kernel-stock: deps loader
+# the host tests test_stock_*: make check-stock). It needs the patched
+# source tree only for its "pristine" tag, not our kernel. Its sites
+# (build/sites-stock.env, for make bench and make rsb-model) are picked
+# with our kpctl, so they are a target of their own: make sites-stock.
+.PHONY: kernel-stock sites-stock
+kernel-stock: deps kernel-src
 	@scripts/build/kernel-stock
+
+sites-stock: kernel-stock loader
+	@scripts/build/kernel-stock --sites
 
 # --- libbpf, bpftool, vmlinux.h from the patched tree -------------------------
 tools: libbpf bpftool $(VMLINUX_H)
@@ -204,7 +209,7 @@ detach-negative: kernel-src detach-tool
 tp-subset: all
 	@scripts/check/tp-subset $(if $(TP_PROGS),--progs "$(TP_PROGS)") $(TESTS)
 
-check-stock: all kernel-stock bench-tool
+check-stock: all sites-stock bench-tool
 	@selftests/run -k test_stock_
 
 check-debug: all kernel-debug modules-debug $(BUILD)/sites-debug.env $(BUILD)/callopt-sites-debug.env
@@ -272,7 +277,7 @@ bench-tool: tools
 # and measurement mode; prints the table, writes JSON and a chart under
 # build/bench/ (the time of the measuring step: the "Host time" note in docs/benchmarks.md).
 # BENCH_ARGS go to selftests/benchs/bench (--update-docs: docs/benchmarks.md).
-bench: all bench-tool kernel-stock
+bench: all bench-tool sites-stock
 	@selftests/benchs/bench $(BENCH_ARGS)
 
 # The return stack model (docs/benchmarks.md, "Return stack model"): the

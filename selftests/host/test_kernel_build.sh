@@ -88,4 +88,18 @@ echo b > "$tmp/f"
 echo a > "$tmp/f"
 "$st" begin "$tmp" "$tmp/o" w
 "$st" check "$tmp" "$tmp/o" w && fail "stamp check passed during a build (after begin, before end)"
-echo "PASS: kernel build (config, code generation, no-op rebuild, build stamp)"
+
+# make kernel-stock does not build our kernel, nor kpctl (which needs our
+# kernel's BTF): make sites-stock does both (the negative control: the
+# same dry run names our kernel's build there).
+ours="kbuild-stamp check $BUILD/linux $BUILD/kobj kernel"
+dry=$(make -n -C "$KPX_ROOT" --no-print-directory kernel-stock 2>&1) ||
+	fail "make -n kernel-stock: $(tail -3 <<< "$dry")"
+grep -qF "scripts/build/kernel-stock" <<< "$dry" || fail "make -n kernel-stock runs no scripts/build/kernel-stock"
+grep -qF "$ours" <<< "$dry" && fail "make kernel-stock builds our kernel first"
+grep -qE "kpctl|/loader" <<< "$dry" && fail "make kernel-stock builds kpctl first"
+dry=$(make -n -C "$KPX_ROOT" --no-print-directory sites-stock 2>&1) ||
+	fail "make -n sites-stock: $(tail -3 <<< "$dry")"
+grep -qF "$ours" <<< "$dry" || fail "make -n sites-stock does not build our kernel (control)"
+grep -qF "kernel-stock --sites" <<< "$dry" || fail "make -n sites-stock does not pick the stock sites"
+echo "PASS: kernel build (config, code generation, no-op rebuild, build stamp, stock without ours)"
