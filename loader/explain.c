@@ -364,7 +364,7 @@ static const char *why_not_jump_func(const struct kfunc *f, const struct kstate 
 
 		if (addr_set_has(&f->extable, ia)) {
 			snprintf(buf, len, "%s has an exception-table entry (at +0x%zx): "
-				 "the kernel never jump-optimizes in such a function", f->name, off);
+				 "can_optimize() refuses such a function", f->name, off);
 			return buf;
 		}
 		if (!kp_decode(f->text + off, avail - off, &ki)) {
