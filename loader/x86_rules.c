@@ -128,7 +128,7 @@ static bool is_string_insn(struct insn *insn)
 #define CO_ANY		0xff
 #define CO_R(n)		(1u << (n))
 enum {
-	CO_OK = 1, CO_MEM = 2, CO_LOCK = 4, CO_F3 = 8, CO_F3_ONLY = 16,
+	CO_OK = 1, CO_MEM = 2, CO_LOCK = 4, CO_F3 = 8, CO_F3_ONLY = 16, CO_NO66 = 32,
 };
 struct callopt_op {
 	unsigned char flags, regs;
@@ -149,7 +149,7 @@ static const struct callopt_op callopt_ops1[256] = {
 	[0x80 ... 0x81] = CO(CO_LOCK), [0x83] = CO(CO_LOCK),
 	[0x84 ... 0x85] = CO(0),
 	[0x86 ... 0x87] = CO(CO_LOCK),
-	[0x88 ... 0x8b] = CO(0), [0x8c] = CO(0), [0x8d] = CO(CO_MEM),
+	[0x88 ... 0x8b] = CO(0), [0x8c] = COG(0, 0x3f), [0x8d] = CO(CO_MEM),
 	[0x8f] = COG(0, CO_R(0)),
 	[0x90] = CO(CO_F3),
 	[0x91 ... 0x97] = CO(0), [0x98 ... 0x99] = CO(0), [0x9e ... 0x9f] = CO(0),
@@ -176,12 +176,13 @@ static const struct callopt_op callopt_ops2[256] = {
 	[0xbb] = CO(CO_LOCK), [0xbc ... 0xbd] = CO(CO_F3), [0xbe ... 0xbf] = CO(0),
 	[0xc0 ... 0xc1] = CO(CO_LOCK),
 	[0xc7] = COG(CO_MEM | CO_LOCK, CO_R(1)),
-	[0xc8 ... 0xcf] = CO(0),
+	[0xc8 ... 0xcf] = CO(CO_NO66),
 };
 
 static bool callopt_lockable(const struct callopt_op *op, struct insn *insn, unsigned char reg)
 {
-	if (!(op->flags & CO_LOCK) || X86_MODRM_MOD(insn->modrm.bytes[0]) == 3)
+	if (!(op->flags & CO_LOCK) || !insn->modrm.nbytes ||
+	    X86_MODRM_MOD(insn->modrm.bytes[0]) == 3)
 		return false;
 	if (insn->opcode.nbytes == 2)
 		return insn->opcode.bytes[1] != 0xba || reg != 4;
@@ -218,6 +219,8 @@ static const char *callopt_refusal(struct insn *insn)
 	}
 	if (insn->vex_prefix.nbytes)
 		return "VEX/EVEX/XOP instruction (SIMD state): not in callopt's allowlist";
+	if (insn_is_rex2(insn))
+		return "REX2 (APX) instruction: not in callopt's allowlist";
 	if (insn->opcode.nbytes == 1)
 		op = &callopt_ops1[insn->opcode.bytes[0]];
 	else if (insn->opcode.nbytes == 2 && insn->opcode.bytes[0] == 0x0f)
@@ -235,7 +238,11 @@ static const char *callopt_refusal(struct insn *insn)
 	}
 	for_each_insn_prefix(insn, i, prefix) {
 		switch (prefix) {
-		case 0x66: case 0x26: case 0x2e: case 0x36: case 0x3e:
+		case 0x66:
+			if (op->flags & CO_NO66)
+				return "66 prefix: its 16-bit form is undefined for this opcode";
+			break;
+		case 0x26: case 0x2e: case 0x36: case 0x3e:
 			break;
 		case 0xf0:
 			if (!callopt_lockable(op, insn, reg))
