@@ -160,6 +160,30 @@ kmsg_since() {
 	awk -v m="$mark" 'found { print } !found && index($0, m) { found = 1 }' <<< "$log"
 }
 
+# KUnit suites built as modules run when loaded. kunit_run KO SUITE loads
+# KO, unloads it and prints what the kernel logged meanwhile (read past a
+# marker); the test fails when SUITE logged no summary. kunit_case_ok LOG
+# CASE fails the test when CASE did not run, failed or skipped in LOG (a
+# skip is never a pass), naming its line.
+kunit_run() {
+	local ko=$1 suite=$2 mark log
+	mark=$(kmsg_mark "kunit_$suite")
+	insmod "$ko" || fail_test "insmod $ko failed"
+	log=$(kmsg_since "$mark")
+	rmmod "$(basename "$ko" .ko)" || fail_test "rmmod $(basename "$ko" .ko) failed"
+	grep -qE "# $suite: pass:[0-9]+ fail:[0-9]+ skip:[0-9]+ total:[0-9]+" <<< "$log" ||
+		fail_test "no KUnit summary of $suite in dmesg"
+	printf '%s\n' "$log"
+}
+kunit_case_ok() {
+	local line
+	line=$(grep -E "(^|[] ])(not )?ok [0-9]+ $2( |$)" <<< "$1" | tail -n1)
+	[ -n "$line" ] || fail_test "KUnit case $2 did not run"
+	case $line in
+	*"not ok"*|*SKIP*|*skip*) fail_test "KUnit case $2: $(sed 's/^\[[^]]*\] *//' <<< "$line")" ;;
+	esac
+}
+
 # No kprobe is left registered (all tests clean up after themselves). The
 # kernel releases a detached BPF kprobe in a worker, a grace period or so
 # after the detach returned (debug.kprobes-fast-detach), so allow 10 s.

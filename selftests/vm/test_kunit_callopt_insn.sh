@@ -13,20 +13,12 @@
 . "$(dirname "$0")/../lib.sh"
 ko=$KOBJ/arch/x86/kernel/kprobes/callopt_test.ko
 [ -f "$ko" ] || fail "$ko missing (CONFIG_KPROBES_CALLOPT_KUNIT_TEST=m)"
-mark=$(kmsg_mark kunit_callopt_insn)
-insmod "$ko" || fail "insmod callopt_test.ko failed"
-log=$(kmsg_since "$mark")
-rmmod callopt_test
+log=$(kunit_run "$ko" kprobes_callopt_insn)
 note "$(grep -E 'kprobes_callopt_insn|forms decoded|without MOV|ok ' <<< "$log")"
 summary=$(grep -oE '# kprobes_callopt_insn: pass:[0-9]+ fail:[0-9]+ skip:[0-9]+ total:[0-9]+' <<< "$log")
-[ -n "$summary" ] || fail "no KUnit summary in dmesg"
 assert_match "$summary" 'pass:3 fail:0 skip:0 total:3' "KUnit summary"
 for c in callopt_insn_table callopt_insn_table_control callopt_insn_examples; do
-	line=$(grep -E "(^|[] ])(not )?ok [0-9]+ $c( |$)" <<< "$log" | tail -n1)
-	[ -n "$line" ] || fail "KUnit case $c did not run"
-	case $line in
-	*"not ok"*|*SKIP*|*skip*) fail "KUnit case $c: $line" ;;
-	esac
+	kunit_case_ok "$log" "$c"
 done
 counts=$(grep -oE '[0-9]+ forms decoded, [0-9]+ accepted, [0-9]+ mismatches' <<< "$log")
 [ -n "$counts" ] || fail "the table case logged no counts"
