@@ -29,12 +29,18 @@ unsigned long kpx_gcd(unsigned long a, unsigned long b)
 int kpx_sysctl_read(const char *path)
 {
 	FILE *f = fopen(path, "r");
-	int v;
+	char buf[16];
+	int v = -1;
 
 	if (!f)
 		return -1;
-	if (fscanf(f, "%d", &v) != 1 || v < 0)
-		v = -1;
+	/* A sysctl's integer, or a debugfs bool's Y or N. */
+	if (fscanf(f, "%15s", buf) == 1) {
+		if (!strcmp(buf, "Y") || !strcmp(buf, "N"))
+			v = buf[0] == 'Y';
+		else if (sscanf(buf, "%d", &v) != 1 || v < 0)
+			v = -1;
+	}
 	fclose(f);
 	return v;
 }

@@ -33,14 +33,19 @@ unsigned long kpx_gcd(unsigned long a, unsigned long b);
 
 /* --- knobs ----------------------------------------------------------------- */
 
+/*
+ * kprobes-optimization is upstream's sysctl; callopt chooses between the two
+ * optimizers (patch 0004, debugfs); fast_detach, cleared, forces stock's
+ * synchronous detach (the series' test-only last patch, debugfs).
+ */
 #define KPX_KNOB_OPTIMIZATION	"/proc/sys/debug/kprobes-optimization"
-#define KPX_KNOB_CALLOPT	"/proc/sys/debug/kprobes-callopt"
-#define KPX_KNOB_FAST_DETACH	"/proc/sys/debug/kprobes-fast-detach"
+#define KPX_KNOB_CALLOPT	"/sys/kernel/debug/kprobes/callopt"
+#define KPX_KNOB_FAST_DETACH	"/sys/kernel/debug/kprobes/fast_detach"
 
 #define KPX_KPROBES_LIST	"/sys/kernel/debug/kprobes/list"
 #define KPX_KPROBES_BLACKLIST	"/sys/kernel/debug/kprobes/blacklist"
 
-/* An integer sysctl; -1 when it does not exist or cannot be read. */
+/* An integer sysctl or a debugfs bool (1/0); -1 when absent or unreadable. */
 int kpx_sysctl_read(const char *path);
 /* 0, or -errno. */
 int kpx_sysctl_write(const char *path, int val);

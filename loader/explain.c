@@ -23,7 +23,7 @@
 #include "kpctl.skel.h"
 
 struct kstate {
-	int callopt;		/* debug.kprobes-callopt; -1: no such knob */
+	int callopt;		/* kprobes/callopt; -1: no such knob */
 	int optimization;	/* debug.kprobes-optimization */
 	bool retpoline_or_ibt;	/* no jump tables: indirect jumps are not checked */
 };
@@ -319,7 +319,7 @@ static void why_not_callopt(const struct kfunc *f, const struct kstate *ks,
 		return;
 	}
 	if (!ks->callopt) {
-		no_call(rs, "off", s->off, "callopt is off (debug.kprobes-callopt=0)");
+		no_call(rs, "off", s->off, "callopt is off (kprobes/callopt off)");
 		return;
 	}
 	if (in_entry_text(f, s->addr)) {
@@ -591,14 +591,6 @@ static void decide(const struct kfunc *f, const struct kstate *ks, const bool *b
 	/* arch_adjust_kprobe_addr(): FUNC+0 and FUNC+4 are the fentry site. */
 	if (endbr && (off == 0 || off == 4))
 		s->addr = f->addr + 4;
-	/*
-	 * Our kernels (patch 0006; they have debug.kprobes-callopt) also move
-	 * an address inside the 5-byte fentry call to the call.
-	 */
-	if (ks->callopt >= 0)
-		for (size_t i = 0; i < f->ftrace.n; i++)
-			if (s->addr > f->ftrace.s[i].start && s->addr < f->ftrace.s[i].start + 5)
-				s->addr = f->ftrace.s[i].start;
 	s->boundary = boundary[off_of(f, s->addr)];
 	if (s->boundary)
 		kp_decode(f->text + off_of(f, s->addr), avail - off_of(f, s->addr), &s->ki);
@@ -608,9 +600,7 @@ static void decide(const struct kfunc *f, const struct kstate *ks, const bool *b
 		s->mech = "ftrace";
 		snprintf(s->reason, sizeof(s->reason), "the fentry site%s: probed through "
 			 "ftrace, with full pt_regs (never int3 or optimized)",
-			 s->addr == f->addr + off ? "" :
-			 off == 0 ? " (the kernel moves FUNC+0 past ENDBR)" :
-			 " (the kernel moves an address inside the fentry call to it)");
+			 s->addr == f->addr + off ? "" : " (the kernel moves FUNC+0 past ENDBR)");
 		return;
 	}
 	if (!s->boundary) {
@@ -619,7 +609,8 @@ static void decide(const struct kfunc *f, const struct kstate *ks, const bool *b
 
 		kp_decode(f->text + start, avail - start, &ki);
 		snprintf(s->reason, sizeof(s->reason), "not on an instruction boundary: "
-			 "inside the %d-byte %s at +0x%x (EILSEQ)", ki.len, ki.mnemonic, start);
+			 "inside the %d-byte %s at +0x%x (EILSEQ)", ki.len,
+			 ftrace_site(f, f->addr + start) ? "fentry call" : ki.mnemonic, start);
 		s->mech = "refused";
 		return;
 	}

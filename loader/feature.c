@@ -3,10 +3,11 @@
  * kpctl feature: what the running kernel has, asked before anything is
  * tried (as bpftool's 'feature probe' does): what every kernel-facing
  * command checks first (kprobes, the kprobe PMU, BTF, the privileges), the
- * kprobes knobs in /proc/sys/debug, and the UAPI of the kprobes series,
- * read from the kernel's BTF: whether bpf_link_info reports mechanisms
- * (0012, 0027) and whether kprobe_multi links take offsets (0031). Nothing
- * is loaded or attached: it needs no root.
+ * kprobes knobs (a sysctl, and the series' debugfs files), and the UAPI of
+ * the kprobes series, read from the kernel's BTF: whether bpf_link_info
+ * reports mechanisms (0011, 0026) and whether kprobe_multi links take
+ * offsets (0030). Nothing is loaded or attached: it needs no root (but the
+ * debugfs files are root's).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -98,11 +99,11 @@ static const struct bpf_feature {
 } bpf_features[] = {
 	{ "kprobe_multi", "kprobe_multi links", "bpf_attr", "link_create.kprobe_multi", NULL },
 	{ "link_info_mechanism", "link info: a kprobe's mechanism", "bpf_link_info",
-	  "perf_event.kprobe.mechanism", "0012" },
+	  "perf_event.kprobe.mechanism", "0011" },
 	{ "kprobe_multi_mechanisms", "link info: kprobe_multi mechanisms", "bpf_link_info",
-	  "kprobe_multi.mechanisms", "0027" },
+	  "kprobe_multi.mechanisms", "0026" },
 	{ "kprobe_multi_offsets", "kprobe_multi links take offsets", "bpf_attr",
-	  "link_create.kprobe_multi.offsets", "0031" },
+	  "link_create.kprobe_multi.offsets", "0030" },
 };
 #define NBPF (sizeof(bpf_features) / sizeof(bpf_features[0]))
 
@@ -112,8 +113,8 @@ static const struct knob {
 	const char *patch;	/* of the series; NULL: upstream */
 } knobs[] = {
 	{ "kprobes-optimization", KPX_KNOB_OPTIMIZATION, NULL },
-	{ "kprobes-callopt", KPX_KNOB_CALLOPT, "0004" },
-	{ "kprobes-fast-detach", KPX_KNOB_FAST_DETACH, "0013" },
+	{ "kprobes/callopt", KPX_KNOB_CALLOPT, "0004" },
+	{ "kprobes/fast_detach", KPX_KNOB_FAST_DETACH, "0050" },
 };
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
 
@@ -141,7 +142,8 @@ static void probe_features(struct features *f)
 	/* The series is there when one of its knobs or one of its UAPI fields is. */
 	f->series = 0;
 	for (size_t i = 0; i < NKNOBS; i++) {
-		f->knob_there[i] = !access(knobs[i].path, F_OK);
+		/* debugfs is root's: EACCES means it is there, unreadable. */
+		f->knob_there[i] = !access(knobs[i].path, F_OK) || errno == EACCES;
 		f->knob[i] = f->knob_there[i] ? kpx_sysctl_read(knobs[i].path) : -1;
 		if (f->knob_there[i] && knobs[i].patch)
 			f->series = 1;

@@ -39,6 +39,17 @@ SITES=$BUILD/sites$SFX.env
 # KPX_MODDIR: test modules built for another kernel (a before/after run).
 MODDIR=${KPX_MODDIR:-$BUILD/modules$SFX}
 KPCTL=$BUILD/kpctl
+# The series' switches (debugfs): callopt chooses callopt over the jump
+# optimization (patch 0004); fast_detach, cleared, forces the synchronous
+# detach (the test-only last patch). knob PATH prints a debugfs bool's Y/N
+# (or a sysctl's number) as 1/0; it fails when the file is absent.
+KNOB_CALLOPT=/sys/kernel/debug/kprobes/callopt
+KNOB_FAST=/sys/kernel/debug/kprobes/fast_detach
+knob() {
+	local v
+	v=$(cat "$1" 2>/dev/null) || return 1
+	case $v in Y) echo 1 ;; N) echo 0 ;; *) echo "$v" ;; esac
+}
 BPFTOOL=$BUILD/bpftool
 KPROBES_LIST=/sys/kernel/debug/kprobes/list
 
@@ -186,7 +197,7 @@ kunit_case_ok() {
 
 # No kprobe is left registered (all tests clean up after themselves). The
 # kernel releases a detached BPF kprobe in a worker, a grace period or so
-# after the detach returned (debug.kprobes-fast-detach), so allow 10 s.
+# after the detach returned (the fast detach), so allow 10 s.
 # kpctl's JSON contract (docs/kpctl.md): with -j, stdout is exactly one JSON
 # object with "schema": 1, also when kpctl fails; exit 2 (bad usage) and 3
 # (cannot run here) come with a string "error". assert_kpctl_json OUT RC WHAT

@@ -12,8 +12,8 @@
  *   kpx-bench links   total time to attach and detach N links
  *
  * Knobs: /proc/sys/debug/kprobes-optimization (0: int3),
- * /proc/sys/debug/kprobes-callopt (0: stock jump optprobes),
- * /proc/sys/debug/kprobes-fast-detach (0: stock detach; may be absent).
+ * /sys/kernel/debug/kprobes/callopt (0: stock jump optprobes),
+ * /sys/kernel/debug/kprobes/fast_detach (0: stock detach; may be absent).
  */
 #define _GNU_SOURCE
 #include <errno.h>

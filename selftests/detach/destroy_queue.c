@@ -6,7 +6,7 @@
  *   kpx-destroy-queue [-j] [-n EVENTS] [-f FUNC] [--hold-ms MS]
  *
  * Closing a perf kprobe event leaves the disarm, the grace period and the
- * free to a worker (0013, "tracing/kprobes, bpf: Detach BPF kprobe links
+ * free to a worker (0012, "tracing/kprobes, bpf: Detach BPF kprobe links
  * without waiting for grace periods"), which holds a bounded number of
  * events: a close that finds the queue full destroys its event
  * synchronously, and so waits for grace periods, as stock's close does.
@@ -18,7 +18,7 @@
  * that returns while the hold lasts did not wait for a grace period: its
  * event went to the queue. Their number (done_in_hold) is how many the
  * queue took, at most its bound; without a bound it is EVENTS. With the
- * stock close (debug.kprobes-fast-detach=0) it is 0. The first close that
+ * stock close (kprobes/fast_detach off) it is 0. The first close that
  * returned after the hold (first_late) waited for it to end when it found
  * the queue full (first_late_ms is then most of the hold); when the hold
  * ended before the queue was full, it did not.

@@ -280,7 +280,7 @@ feature_types() { # JSON WHAT
 		(.series | type == "boolean" or type == "null") and
 		(.requirements | keys == ["btf", "kprobe_pmu", "kprobes", "kprobes_list", "privileged"]) and
 		(.requirements | [.[] | type] - ["boolean", "null"] == []) and
-		(.knobs | keys == ["kprobes-callopt", "kprobes-fast-detach", "kprobes-optimization"]) and
+		(.knobs | keys == ["kprobes-optimization", "kprobes/callopt", "kprobes/fast_detach"]) and
 		(.knobs | [.[] | type] - ["number", "null"] == []) and
 		(.bpf | keys == ["kprobe_multi", "kprobe_multi_mechanisms", "kprobe_multi_offsets",
 			"link_info_mechanism"]) and
@@ -296,7 +296,7 @@ t_feature() {
 	bad "feature: unexpected argument 'extra'" f extra
 	bad "feature: unknown option '--no-such-option'" feature --no-such-option
 	assert_rc 0 "$KPCTL" feature
-	assert_match "$out" "kprobes-callopt" "feature: the callopt knob"
+	assert_match "$out" "kprobes/callopt" "feature: the callopt knob"
 	assert_match "$out" "kprobe_multi links take offsets" "feature: kprobe_multi offsets"
 	json=$(kpctl_j feature) || fail "feature -j: $json"
 	feature_types "$json" "feature -j"
@@ -323,13 +323,13 @@ t_feature_btf() {
 		assert_eq "$(jq -c '[.bpf.kprobe_multi, .bpf.link_info_mechanism,
 			.bpf.kprobe_multi_mechanisms, .bpf.kprobe_multi_offsets]' <<< "$json")" \
 			"[true,false,false,false]" "feature with a stock kernel's BTF ($stock)"
-		if [ "$(jq -c '[.knobs["kprobes-callopt"], .knobs["kprobes-fast-detach"]]' <<< "$json")" = "[null,null]" ]; then
+		if [ "$(jq -c '[.knobs["kprobes/callopt"], .knobs["kprobes/fast_detach"]]' <<< "$json")" = "[null,null]" ]; then
 			assert_eq "$(jq -c .series <<< "$json")" false "feature with stock's BTF: series"
 		fi
 		# attach --multi with an offset: such a kernel refuses it (EINVAL for
 		# the unknown BPF_F_KPROBE_MULTI_OFFSETS); kpctl says so before loading.
 		assert_rc 1 "$KPCTL" --btf "$stock" attach --multi "$F" "$F+4"
-		assert_match "$out" "'$F\+4': this kernel's kprobe_multi takes no offsets .*0031" \
+		assert_match "$out" "'$F\+4': this kernel's kprobe_multi takes no offsets .*0030" \
 			"attach --multi with an offset on stock"
 		json=$(kpctl_j --btf "$stock" attach --multi "$F" "$F+4" 2> /dev/null); rc=$?
 		assert_eq $rc 1 "exit status of attach --multi with an offset on stock, -j"

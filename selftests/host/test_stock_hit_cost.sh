@@ -8,7 +8,7 @@
 #   "Recursion", and the ~30 instructions are back);
 # - at the single- and multi-instruction mid-function sites, callopt: at
 #   most 0.6x the stock jump optprobe, and no more than the jump optprobe
-#   of our own kernel (debug.kprobes-callopt=0) at the same site;
+#   of our own kernel (kprobes/callopt off) at the same site;
 # - int3 stays the dearest.
 # One --icount boot per kernel; instruction counts repeat exactly there.
 . "$(dirname "$0")/../lib.sh"

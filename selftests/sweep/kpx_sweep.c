@@ -45,8 +45,7 @@
  * results, late runs, totals) to --summary.
  *
  * A site fails when its probe landed at another address than the site (the
- * kernel moves +0 of an ENDBR function to +4 and the inside of the fentry
- * call to its start: allowed), when a run saw another pt_regs ip than the
+ * kernel moves +0 of an ENDBR function to +4: allowed), when a run saw another pt_regs ip than the
  * address + 1, when its program ran after detach + grace period, or when
  * its mechanism cannot be told. Exit status: 0 when no site failed and the
  * workload's results hold, 1 otherwise, 2 on bad usage or a site list for
@@ -610,19 +609,14 @@ static bool endbr(const char *hex)
  * The pt_regs ip a run at @s must see: the probed address + 1 on every
  * kprobe mechanism. --multi reports the address asked, not the kprobe's:
  * an entry (offset 0) is the fprobe's, whose ip is the return address of
- * the fentry call (the call, after an ENDBR, + 5), and a site inside the
- * fentry call is a kprobe moved to the call's start (@ip is let through
- * when it is that).
+ * the fentry call (the call, after an ENDBR, + 5).
  */
-static unsigned long long multi_want_ip(const struct site *s, unsigned long long ip)
+static unsigned long long multi_want_ip(const struct site *s)
 {
 	if (!multi_mode)
 		return s->link_addr + 1;
 	if (!s->off)
 		return s->link_addr + (endbr(s->bytes) ? 4 : 0) + 5;
-	if (!strcmp(s->group, "ctl-fentry-inner") && ip - 1 < s->link_addr &&
-	    ip - 1 + 5 > s->link_addr)
-		return ip;
 	return s->link_addr + 1;
 }
 
@@ -636,16 +630,14 @@ static void finish_site(struct site *s, int i)
 	s->hits = __atomic_load_n(&skel->bss->hits[i], __ATOMIC_RELAXED);
 	ip = __atomic_load_n(&skel->bss->last_ip[i], __ATOMIC_RELAXED);
 	if (s->link_addr != s->addr &&
-	    !(s->link_addr == s->addr + 4 && endbr(s->bytes)) &&
-	    !(!strcmp(s->group, "ctl-fentry-inner") && s->link_addr < s->addr &&
-	      s->link_addr + 5 > s->addr)) {
+	    !(s->link_addr == s->addr + 4 && endbr(s->bytes))) {
 		s->result = R_FAILED;
 		snprintf(s->why, sizeof(s->why), "probe at 0x%llx, not at the site",
 			 s->link_addr);
-	} else if (s->hits && ip != multi_want_ip(s, ip)) {
+	} else if (s->hits && ip != multi_want_ip(s)) {
 		s->result = R_FAILED;
 		snprintf(s->why, sizeof(s->why), "pt_regs ip 0x%llx, want 0x%llx", ip,
-			 multi_want_ip(s, ip));
+			 multi_want_ip(s));
 	} else if (!strcmp(s->mech, "unknown") || !strcmp(s->mech, "error")) {
 		s->result = R_FAILED;
 		snprintf(s->why, sizeof(s->why), "mechanism unknown (%s)", s->mech_source);

@@ -184,7 +184,7 @@ else
 		"kretprobe mechanism"
 	assert_match "$(field ret .full_regs)" '^(true|false)$' "kretprobe full_regs"
 	# A single instruction of >= 5 bytes: callopt when the attach returned.
-	if [ "$(cat /proc/sys/debug/kprobes-callopt 2>/dev/null)" = 1 ]; then
+	if [ "$(knob "$KNOB_CALLOPT")" = 1 ]; then
 		for _ in $(seq 50); do
 			[ "$(field mid .mechanism)" = callopt ] && break
 			sleep 0.2

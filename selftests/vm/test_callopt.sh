@@ -5,10 +5,10 @@
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 SITE="$GETPGID_FUNC+$GETPGID_SINGLE"
-CALLOPT=/proc/sys/debug/kprobes-callopt
+CALLOPT=/sys/kernel/debug/kprobes/callopt
 OPTIMIZE=/proc/sys/debug/kprobes-optimization
 [ -e $CALLOPT ] || fail "no $CALLOPT: this kernel has no callopt"
-assert_eq "$(cat $CALLOPT)" 1 "callopt is on by default"
+assert_eq "$(knob $CALLOPT)" 1 "callopt is on by default"
 restore() { echo 1 > $CALLOPT; echo 1 > $OPTIMIZE; }
 trap restore EXIT
 
@@ -39,7 +39,7 @@ json=$("$KPCTL" -j attach --trigger 10 --wait-opt 30 "$GETPGID_MULTI_FUNC+$GETPG
 assert_eq "$(field '.probes[0].mechanism')" callopt "mechanism at the multi-instruction site"
 assert_eq "$(field '.probes[0].hits')" 10 "hits at the multi-instruction site"
 
-# debug.kprobes-callopt=0: new probes get the stock jump optimization.
+# kprobes/callopt off: new probes get the stock jump optimization.
 echo 0 > $CALLOPT
 json=$("$KPCTL" -j attach --trigger 100 --wait-opt 20 "$SITE") || fail "attach: $json"
 assert_eq "$(field '.probes[0].mechanism')" jmpopt "mechanism with callopt off"

@@ -11,10 +11,10 @@
 . "$SITES"
 F=$GETPGID_FUNC
 RACE=$BUILD/kpx-detach-race
-FAST=/proc/sys/debug/kprobes-fast-detach
+FAST=/sys/kernel/debug/kprobes/fast_detach
 ROUNDS=${KPX_DETACH_ROUNDS:-100}
 [ -x "$RACE" ] || fail "no $RACE: make detach-tool"
-[ "$(cat $FAST 2>/dev/null)" = 1 ] || fail "$FAST is not 1: the default must be the fast path"
+[ "$(knob $FAST)" = 1 ] || fail "$FAST is not 1: the default must be the fast path"
 
 for path in perf link-detach legacy multi; do
 	json=$("$RACE" -j -n "$ROUNDS" -l 0 -w 100 -p "$path" -f "$F"); rc=$?

@@ -12,16 +12,16 @@
 # a call-optimized site; BPF_LINK_DETACH; a tracefs kprobe event with
 # PERF_EVENT_IOC_SET_BPF (bcc, libbpf's legacy mode); the faulting program
 # reached by a tail call; kprobe_multi at the entry and at an offset; and
-# the stock detach (debug.kprobes-fast-detach=0), fewer rounds (each waits
+# the stock detach (kprobes/fast_detach off), fewer rounds (each waits
 # for grace periods).
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
 RACE=$BUILD/kpx-detach-race
-FAST=/proc/sys/debug/kprobes-fast-detach
+FAST=/sys/kernel/debug/kprobes/fast_detach
 ROUNDS=${KPX_DETACH_ROUNDS:-100}
 [ -x "$RACE" ] || fail "no $RACE: make detach-tool"
-[ -w "$FAST" ] || fail "no $FAST: the kernel lacks the fast-detach patch"
+[ -w "$FAST" ] || fail "no $FAST: the kernel lacks the series' test-only switch (its last patch)"
 trap 'echo 1 > $FAST' EXIT
 
 row() { # ROUNDS PATH [ARGS...]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fast detach of BPF kprobe links (debug.kprobes-fast-detach), against the
+# Fast detach of BPF kprobe links (kprobes/fast_detach), against the
 # stock detach path in the same boot:
 #  - one link at a time, 200 attach/detach cycles with nothing else running,
 #    at the function's entry (ftrace) and at a call-optimized site: exact
@@ -19,8 +19,8 @@
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
-FAST=/proc/sys/debug/kprobes-fast-detach
-[ -w "$FAST" ] || fail "no $FAST: the kernel lacks the fast-detach patch"
+FAST=/sys/kernel/debug/kprobes/fast_detach
+[ -w "$FAST" ] || fail "no $FAST: the kernel lacks the series' test-only switch (its last patch)"
 trap 'echo 1 > $FAST' EXIT
 stress_detach() { # SITE -> JSON of kpctl stress (200 cycles, no workers)
 	"$KPCTL" -j stress -n 200 -k 10 -W 0 -s "$1" ||

@@ -6,14 +6,14 @@
 # kprobe_multi runs), the knob is back to 1, and the archive lists them.
 # Negative control: not as root it refuses (exit 3) and writes nothing.
 . "$(dirname "$0")/../lib.sh"
-FAST=/proc/sys/debug/kprobes-fast-detach
+FAST=/sys/kernel/debug/kprobes/fast_detach
 stock_kernel && skip "hw-report is for a kernel with the series"
 out=/tmp/hw-report-test
 rm -rf "$out" "$out.tar.gz"
 res=$("$KPX_ROOT/scripts/hw-report" --quick --out "$out" 2>&1); rc=$?
 note "$res"
 assert_eq "$rc" 0 "hw-report exit status"
-assert_eq "$(cat "$FAST")" 1 "the knob restored"
+assert_eq "$(knob "$FAST")" 1 "the knob restored"
 for f in system.txt feature.json explain.json hit.json hit-short.json links-fast.json \
 	links-stock.json multi.json multi-all.json; do
 	[ -s "$out/$f" ] || fail "no $out/$f"

@@ -60,7 +60,7 @@ if [ "$want_source" = link_info ]; then
 	assert_eq "$(field '.probes[0].full_regs')" true "full regs at the entry"
 	assert_eq "$(field '.probes[0].link_info.flags')" 1 "link info flags at the entry"
 	# Both switches are on by default; a run that turned one off says so.
-	co=$(cat /proc/sys/debug/kprobes-callopt) || fail "no debug.kprobes-callopt on our kernel"
+	co=$(knob "$KNOB_CALLOPT") || fail "no kprobes/callopt on our kernel"
 	op=$(cat /proc/sys/debug/kprobes-optimization)
 	if [ "$co" = 1 ] && [ "$op" = 1 ]; then
 		# The single instruction of >= 5 bytes (GETPGID_MID may need more

@@ -9,7 +9,7 @@
 . "$SITES"
 F=$GETPGID_FUNC
 M=${GETPGID_MULTI_FUNC:-$F}
-CALLOPT=/proc/sys/debug/kprobes-callopt
+CALLOPT=/sys/kernel/debug/kprobes/callopt
 restore() { [ -e $CALLOPT ] && echo 1 > $CALLOPT; }
 trap restore EXIT
 
@@ -144,10 +144,12 @@ if [ $((GETPGID_FENTRY)) = 4 ]; then
 		assert_rc 1 "$KPCTL" attach "$F+$o"
 	done
 fi
-# Inside the fentry call: moved to it, on ftrace (test_fentry_move attaches).
+# Inside the fentry call: no boundary, refused (test_fentry_inner attaches).
 for o in $(seq $((GETPGID_FENTRY + 1)) $((GETPGID_FENTRY + 4))); do
-	assert_eq "$(jq -r --argjson o $o '.sites[] | select(.offset == $o) | .mechanism' <<< "$all")" \
-		ftrace "prediction inside the fentry call (+$o)"
+	assert_eq "$(jq -r --argjson o $o '.sites[] | select(.offset == $o) | "\(.mechanism) \(.reason)"' <<< "$all" |
+		grep -o '^refused .*inside the 5-byte fentry call')" \
+		"refused not on an instruction boundary: inside the 5-byte fentry call" \
+		"prediction inside the fentry call (+$o)"
 done
 assert_no_kprobes
 

@@ -25,9 +25,13 @@ assert_eq "$(j '[.requirements.kprobes, .requirements.kprobe_pmu, .requirements.
 	"requirements, as root"
 assert_eq "$(j .btf_path)" '"/sys/kernel/btf/vmlinux"' "BTF read"
 assert_eq "$(j .bpf.kprobe_multi)" true "kprobe_multi links"
-for k in kprobes-optimization kprobes-callopt kprobes-fast-detach; do
+# Each knob's key, its file, and the value kpctl must report (a debugfs
+# bool's Y/N as 1/0).
+for kf in "kprobes-optimization /proc/sys/debug/kprobes-optimization" \
+	  "kprobes/callopt $KNOB_CALLOPT" "kprobes/fast_detach $KNOB_FAST"; do
+	read -r k f <<< "$kf"
 	want=null
-	[ -e "/proc/sys/debug/$k" ] && want=$(cat "/proc/sys/debug/$k")
+	[ -e "$f" ] && want=$(knob "$f")
 	assert_eq "$(j ".knobs[\"$k\"]")" "$want" "knob $k"
 done
 
@@ -35,7 +39,7 @@ link=$(kpctl_j attach --trigger 1 "$F") || fail "attach $F: $link"
 kmech=$(json_int "$link" '.probes[0].link_info.mechanism')
 if stock_kernel; then
 	assert_eq "$(j .series)" false "series on a stock kernel"
-	assert_eq "$(j '[.knobs["kprobes-callopt"], .knobs["kprobes-fast-detach"]]')" "[null,null]" \
+	assert_eq "$(j '[.knobs["kprobes/callopt"], .knobs["kprobes/fast_detach"]]')" "[null,null]" \
 		"the series' knobs on a stock kernel"
 	assert_eq "$(j '[.bpf.link_info_mechanism, .bpf.kprobe_multi_mechanisms,
 		.bpf.kprobe_multi_offsets]')" "[false,false,false]" "the series' UAPI on a stock kernel"
@@ -49,7 +53,7 @@ if stock_kernel; then
 		"attach --multi with an offset on a stock kernel, JSON error"
 else
 	assert_eq "$(j .series)" true "series on our kernel"
-	assert_num "$(json_int "$json" '.knobs["kprobes-fast-detach"]')" '>=' 0 "fast-detach knob"
+	assert_num "$(json_int "$json" '.knobs["kprobes/fast_detach"]')" '>=' 0 "fast-detach knob"
 	assert_eq "$(j '[.bpf.link_info_mechanism, .bpf.kprobe_multi_mechanisms,
 		.bpf.kprobe_multi_offsets]')" "[true,true,true]" "the series' UAPI on our kernel"
 	assert_num "$kmech" '!=' 0 "a link's info on our kernel: a mechanism"

@@ -3,12 +3,12 @@
 # and detach latencies, mechanisms, hits, no program run after detach and a
 # grace period (late runs; and a negative control that must report some),
 # nothing left registered; kretprobes; the stock
-# detach path (kprobes-fast-detach=0) when the knob exists; Ctrl-C while
+# detach path (fast_detach off) when the knob exists; Ctrl-C while
 # attaching; bad usage.
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
-FAST=/proc/sys/debug/kprobes-fast-detach
+FAST=/sys/kernel/debug/kprobes/fast_detach
 
 # The kernel may release kprobes after detach returns: give it 5 s.
 wait_no_kprobes() {

@@ -7,7 +7,7 @@
 . "$SITES"
 F=$GETPGID_FUNC
 OPTIMIZE=/proc/sys/debug/kprobes-optimization
-restore() { echo 1 > $OPTIMIZE; echo 1 > /proc/sys/debug/kprobes-callopt; }
+restore() { echo 1 > $OPTIMIZE; echo 1 > /sys/kernel/debug/kprobes/callopt; }
 trap restore EXIT
 
 compare() { # SPEC MECHANISM
@@ -43,9 +43,9 @@ compare() { # SPEC MECHANISM
 compare "$F+$GETPGID_SINGLE" callopt
 compare "$GETPGID_MULTI_FUNC+$GETPGID_MULTI" callopt
 # The jump optimization too, with callopt off for new probes.
-echo 0 > /proc/sys/debug/kprobes-callopt
+echo 0 > /sys/kernel/debug/kprobes/callopt
 compare "$GETPGID_MULTI_FUNC+$GETPGID_MULTI" jmpopt
-echo 1 > /proc/sys/debug/kprobes-callopt
+echo 1 > /sys/kernel/debug/kprobes/callopt
 
 # Text output says whether they agree.
 out=$("$KPCTL" regs --compare "$F+$GETPGID_SINGLE") || fail "regs text: $out"

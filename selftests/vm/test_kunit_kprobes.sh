@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Upstream's kprobes KUnit suite (CONFIG_KPROBES_SANITY_TEST), with the
-# series' callopt cases (patch 0023), passes on our kernel, with call
+# series' callopt cases (patch 0022), passes on our kernel, with call
 # optimization on (as it is by default).
 . "$(dirname "$0")/../lib.sh"
 ko=$KOBJ/lib/test_kprobes.ko
@@ -16,7 +16,7 @@ grep -qE '^ *ok [0-9]+ kprobes_test' <<< "$log" || grep -qE 'ok [0-9]+ kprobes_t
 # On a kernel with callopt (the knob exists), the series' four cases must
 # each have run and passed: a case that skipped, or that this kernel's
 # module does not have, fails here (fail:0 above counts neither).
-[ -e /proc/sys/debug/kprobes-callopt ] || exit 0
+[ -e /sys/kernel/debug/kprobes/callopt ] || exit 0
 for c in test_callopt_single test_callopt_multi test_callopt_unregister_while_hit \
 	test_callopt_knob_off; do
 	kunit_case_ok "$log" "$c"

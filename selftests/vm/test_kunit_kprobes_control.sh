@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Negative control of vm/test_kunit_kprobes: with debug.kprobes-callopt=0
+# Negative control of vm/test_kunit_kprobes: with kprobes/callopt off
 # the four callopt cases of the KUnit suite skip, and test_kunit_kprobes
 # must then fail, naming the first skipped case. A check that counted a
 # skip as a pass would let this control pass it.
 . "$(dirname "$0")/../lib.sh"
-CALLOPT=/proc/sys/debug/kprobes-callopt
+CALLOPT=/sys/kernel/debug/kprobes/callopt
 [ -e "$CALLOPT" ] || skip "no $CALLOPT: a kernel without callopt"
 old=$(cat "$CALLOPT")
 restore() { echo "$old" > "$CALLOPT"; }
@@ -15,5 +15,5 @@ rc=$?
 restore
 note "$(tail -n 3 <<< "$out")"
 [ "$rc" = 1 ] || fail "test_kunit_kprobes exited $rc with the callopt cases skipped (want 1)"
-assert_match "$out" 'KUnit case test_callopt_single: .*# SKIP debug\.kprobes-callopt is 0' \
+assert_match "$out" 'KUnit case test_callopt_single: .*# SKIP kprobes/callopt \(debugfs\) is off' \
 	"the failure names the skipped case"

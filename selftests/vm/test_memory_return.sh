@@ -10,7 +10,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
-FAST=/proc/sys/debug/kprobes-fast-detach
+FAST=/sys/kernel/debug/kprobes/fast_detach
 trap 'echo 1 > $FAST 2>/dev/null' EXIT
 
 meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
@@ -44,7 +44,7 @@ cycles() { # N LINKS: attach/detach cycles at three sites, then links
 		-s "$F" -s "$F+$GETPGID_SINGLE" -s "$GETPGID_MULTI_FUNC+$GETPGID_MULTI" > /dev/null ||
 		fail "stress failed"
 	"$KPCTL" -j links -n "$2" -t 50 -L 50 > /dev/null || fail "links failed"
-	note "$1 cycles, $2 links, fast detach $(cat $FAST): $((SECONDS - t0)) s"
+	note "$1 cycles, $2 links, fast detach $(knob $FAST): $((SECONDS - t0)) s"
 }
 
 KMEMLEAK=/sys/kernel/debug/kmemleak

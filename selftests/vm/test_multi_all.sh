@@ -10,12 +10,12 @@
 # so do the lab's).
 # Negative control first: the program marked dead right after the attach
 # must count late runs. On our kernels the same link is then detached the
-# stock way (debug.kprobes-fast-detach=0) in the same boot: the fast detach
+# stock way (kprobes/fast_detach off) in the same boot: the fast detach
 # must return in under a tenth of that time. The figures (attach, detach,
 # time until unpatched) go to the log, also on Debian's own image.
 . "$(dirname "$0")/../lib.sh"
 TOOL=$BUILD/kpx-multi-all
-FAST=/proc/sys/debug/kprobes-fast-detach
+FAST=/sys/kernel/debug/kprobes/fast_detach
 [ -x "$TOOL" ] || fail "no $TOOL: make bench-tool"
 cfg=$(kernel_config)
 want_off=0
@@ -25,7 +25,7 @@ if stock_kernel; then
 	[ ! -e "$FAST" ] || fail "$FAST exists on a kernel without the series"
 else
 	[ -w "$FAST" ] || fail "$FAST missing: not our kernel"
-	[ "$(cat "$FAST")" = 1 ] || fail "$FAST is $(cat "$FAST"), want the default 1"
+	[ "$(knob "$FAST")" = 1 ] || fail "$FAST is $(cat "$FAST"), want the default Y"
 	trap 'echo 1 > $FAST' EXIT
 fi
 
@@ -63,7 +63,7 @@ if ! stock_kernel; then
 	echo 1 > "$FAST"
 	assert_eq "$(json_int "$json" .late_runs)" 0 "sync: runs after the detach returned"
 	sync_ms=$(json_num "$json" .detach_ms)
-	jq -r '"# stock-path detach (kprobes-fast-detach=0): attach \(.attach_ms) ms, detach \(.detach_ms) ms, unpatched \(.unpatch_ms) ms after it"' <<< "$json"
+	jq -r '"# stock-path detach (fast_detach off): attach \(.attach_ms) ms, detach \(.detach_ms) ms, unpatched \(.unpatch_ms) ms after it"' <<< "$json"
 	assert_num "$(awk -v f="$fast_ms" 'BEGIN { print f * 10 }')" '<' "$sync_ms" \
 		"fast detach ($fast_ms ms) x 10 against the stock path's ($sync_ms ms)"
 fi

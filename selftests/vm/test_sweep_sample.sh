@@ -129,14 +129,9 @@ assert_eq "$(site ctl-midinsn .result)/$(site ctl-midinsn .error)" refused/EILSE
 func_addr=$(jq -r "select(.site == \"$GETPGID_FUNC+0x0\") | .addr" "$j")
 [ -n "$func_addr" ] || fail "no result for $GETPGID_FUNC+0x0"
 fentry=$(printf '0x%x' $(( func_addr + GETPGID_FENTRY )))
-if stock_kernel; then
-	assert_eq "$(site ctl-fentry-inner .result)/$(site ctl-fentry-inner .error)" refused/EILSEQ \
-		"inside the fentry call on stock"
-else
-	assert_eq "$(site ctl-fentry-inner .result)/$(site ctl-fentry-inner .mechanism)" attached/ftrace \
-		"inside the fentry call ($(site ctl-fentry-inner .site))"
-	assert_eq "$(site ctl-fentry-inner .link_addr)" "$fentry" "inside the fentry call: moved to it"
-fi
+# Inside the fentry call: no instruction boundary, on stock as on ours.
+assert_eq "$(site ctl-fentry-inner .result)/$(site ctl-fentry-inner .error)" refused/EILSEQ \
+	"inside the fentry call ($(site ctl-fentry-inner .site))"
 if [ "$GETPGID_FENTRY" = 0x4 ]; then
 	assert_eq "$(site ctl-endbr .result)/$(site ctl-endbr .mechanism)" attached/ftrace "+0 of an ENDBR function"
 	assert_eq "$(site ctl-endbr .link_addr)" "$fentry" "+0 of an ENDBR function: moved to +4"
