@@ -36,7 +36,7 @@ unsigned long kpx_gcd(unsigned long a, unsigned long b);
 /*
  * kprobes-optimization is upstream's sysctl; callopt chooses between the two
  * optimizers (patch 0004, debugfs); fast_detach, cleared, forces stock's
- * synchronous detach (the series' test-only last patch, debugfs).
+ * synchronous detach (a test-only patch at the series' end, debugfs).
  */
 #define KPX_KNOB_OPTIMIZATION	"/proc/sys/debug/kprobes-optimization"
 #define KPX_KNOB_CALLOPT	"/sys/kernel/debug/kprobes/callopt"

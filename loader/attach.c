@@ -358,7 +358,7 @@ static int prepare_multi_specs(struct probe *probes, int n)
 							"link_create.kprobe_multi.offsets")) {
 			errx("attach --multi: '%s': this kernel's kprobe_multi takes no offsets "
 			     "(its BTF has no bpf_attr.link_create.kprobe_multi.offsets; the "
-			     "series' 0030 adds them): attach FUNC+OFF without --multi",
+			     "series' 0029 adds them): attach FUNC+OFF without --multi",
 			     probes[i].spec);
 			return -1;
 		}

@@ -5,8 +5,8 @@
  * command checks first (kprobes, the kprobe PMU, BTF, the privileges), the
  * kprobes knobs (a sysctl, and the series' debugfs files), and the UAPI of
  * the kprobes series, read from the kernel's BTF: whether bpf_link_info
- * reports mechanisms (0011, 0026) and whether kprobe_multi links take
- * offsets (0030). Nothing is loaded or attached: it needs no root (but the
+ * reports mechanisms (0010, 0025) and whether kprobe_multi links take
+ * offsets (0029). Nothing is loaded or attached: it needs no root (but the
  * debugfs files are root's).
  */
 #include <errno.h>
@@ -99,11 +99,11 @@ static const struct bpf_feature {
 } bpf_features[] = {
 	{ "kprobe_multi", "kprobe_multi links", "bpf_attr", "link_create.kprobe_multi", NULL },
 	{ "link_info_mechanism", "link info: a kprobe's mechanism", "bpf_link_info",
-	  "perf_event.kprobe.mechanism", "0011" },
+	  "perf_event.kprobe.mechanism", "0010" },
 	{ "kprobe_multi_mechanisms", "link info: kprobe_multi mechanisms", "bpf_link_info",
-	  "kprobe_multi.mechanisms", "0026" },
+	  "kprobe_multi.mechanisms", "0025" },
 	{ "kprobe_multi_offsets", "kprobe_multi links take offsets", "bpf_attr",
-	  "link_create.kprobe_multi.offsets", "0030" },
+	  "link_create.kprobe_multi.offsets", "0029" },
 };
 #define NBPF (sizeof(bpf_features) / sizeof(bpf_features[0]))
 
@@ -114,7 +114,7 @@ static const struct knob {
 } knobs[] = {
 	{ "kprobes-optimization", KPX_KNOB_OPTIMIZATION, NULL },
 	{ "kprobes/callopt", KPX_KNOB_CALLOPT, "0004" },
-	{ "kprobes/fast_detach", KPX_KNOB_FAST_DETACH, "0050" },
+	{ "kprobes/fast_detach", KPX_KNOB_FAST_DETACH, "0049" },
 };
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
 

@@ -41,7 +41,7 @@ MODDIR=${KPX_MODDIR:-$BUILD/modules$SFX}
 KPCTL=$BUILD/kpctl
 # The series' switches (debugfs): callopt chooses callopt over the jump
 # optimization (patch 0004); fast_detach, cleared, forces the synchronous
-# detach (the test-only last patch). knob PATH prints a debugfs bool's Y/N
+# detach (a test-only patch at the series' end). knob PATH prints a debugfs bool's Y/N
 # (or a sysctl's number) as 1/0; it fails when the file is absent.
 KNOB_CALLOPT=/sys/kernel/debug/kprobes/callopt
 KNOB_FAST=/sys/kernel/debug/kprobes/fast_detach

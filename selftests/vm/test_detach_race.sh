@@ -21,7 +21,7 @@ RACE=$BUILD/kpx-detach-race
 FAST=/sys/kernel/debug/kprobes/fast_detach
 ROUNDS=${KPX_DETACH_ROUNDS:-100}
 [ -x "$RACE" ] || fail "no $RACE: make detach-tool"
-[ -w "$FAST" ] || fail "no $FAST: the kernel lacks the series' test-only switch (its last patch)"
+[ -w "$FAST" ] || fail "no $FAST: the kernel lacks the series' test-only switch (a patch at its end)"
 trap 'echo 1 > $FAST' EXIT
 
 row() { # ROUNDS PATH [ARGS...]

@@ -20,7 +20,7 @@
 . "$SITES"
 F=$GETPGID_FUNC
 FAST=/sys/kernel/debug/kprobes/fast_detach
-[ -w "$FAST" ] || fail "no $FAST: the kernel lacks the series' test-only switch (its last patch)"
+[ -w "$FAST" ] || fail "no $FAST: the kernel lacks the series' test-only switch (a patch at its end)"
 trap 'echo 1 > $FAST' EXIT
 stress_detach() { # SITE -> JSON of kpctl stress (200 cycles, no workers)
 	"$KPCTL" -j stress -n 200 -k 10 -W 0 -s "$1" ||
