@@ -345,7 +345,7 @@ static int check_multi_specs(struct probe *probes, int n)
 
 /*
  * --multi, once the SPECs are checked: an offset needs a kprobe_multi
- * that takes offsets (the series' 0031: link_create.kprobe_multi.offsets,
+ * that takes offsets (the series' 0029: link_create.kprobe_multi.offsets,
  * with the flag BPF_F_KPROBE_MULTI_OFFSETS, which other kernels refuse
  * with EINVAL, as they refuse any flag they do not know). The kernel's
  * BTF tells, before anything is loaded. Then the names are what the

@@ -13,7 +13,8 @@ log=$(dmesg)
 summary=$(grep -oE '# fprobe_test: pass:[0-9]+ fail:[0-9]+ skip:[0-9]+ total:[0-9]+' <<< "$log")
 [ -n "$summary" ] || fail "no fprobe_test summary in the boot log (CONFIG_FPROBE_SANITY_TEST=y?)"
 note "$summary"
-read -r _ _ pass fail skip total <<< "${summary//:/ }"
+num() { grep -oE "$1:[0-9]+" <<< "$summary" | cut -d: -f2; }
+pass=$(num pass) fail=$(num fail) skip=$(num skip) total=$(num total)
 assert_eq "$fail" 0 "fprobe_test failures"
 assert_eq "$skip" 0 "fprobe_test skips"
 assert_eq "$pass" "$total" "fprobe_test cases passed"
