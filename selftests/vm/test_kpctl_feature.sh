@@ -6,8 +6,8 @@
 # files, link_info_mechanism with an attached link's info, and
 # kprobe_multi_offsets with attach --multi at an offset (refused on stock
 # with its own message, before anything is loaded). Nothing is loaded: the
-# same answers without root, which only privileged and the debugfs list
-# tell apart.
+# same answers without root, which only privileged, the debugfs list and
+# the series' debugfs knobs (null: unreadable) tell apart.
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
@@ -67,7 +67,11 @@ assert_no_kprobes
 nb=$("${NOBODY[@]}" "$KPCTL" -j feature) || fail "feature -j without root: $nb"
 assert_kpctl_json "$nb" 0 "feature -j without root"
 assert_eq "$(jq -c .requirements.privileged <<< "$nb")" false "without root: privileged"
-assert_eq "$(jq -c '[.series, .knobs, .bpf, .requirements.kprobes, .requirements.kprobe_pmu]' <<< "$nb")" \
-	"$(j '[.series, .knobs, .bpf, .requirements.kprobes, .requirements.kprobe_pmu]')" \
-	"without root: the kernel's answers"
+assert_eq "$(jq -c '[.series, .knobs["kprobes-optimization"], .bpf, .requirements.kprobes,
+	.requirements.kprobe_pmu]' <<< "$nb")" \
+	"$(j '[.series, .knobs["kprobes-optimization"], .bpf, .requirements.kprobes,
+	.requirements.kprobe_pmu]')" "without root: the kernel's answers"
+# The series' knobs are debugfs files, root's: unknown (null) without root.
+assert_eq "$(jq -c '[.knobs["kprobes/callopt"], .knobs["kprobes/fast_detach"]]' <<< "$nb")" \
+	"[null,null]" "without root: the debugfs knobs cannot be read"
 echo "PASS: kpctl feature on $(stock_kernel && echo a stock kernel || echo our kernel)"
