@@ -25,7 +25,7 @@
 # NMIs between the passes are claimed by the handler without a call.
 . "$(dirname "$0")/../lib.sh"
 P=/sys/module/kpx_nmi/parameters
-CALLOPT=/sys/kernel/debug/kprobes/callopt
+CALLOPT=$KNOB_CALLOPT
 OPT=/proc/sys/debug/kprobes-optimization
 WANT=${KPX_NMI_WANT:-200}	# target calls per pass (NMIs on all vCPUs together)
 MIN_HITS=20

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 SITE="$GETPGID_FUNC+$GETPGID_SINGLE"
-CALLOPT=/sys/kernel/debug/kprobes/callopt
+CALLOPT=$KNOB_CALLOPT
 OPTIMIZE=/proc/sys/debug/kprobes-optimization
 [ -e $CALLOPT ] || fail "no $CALLOPT: this kernel has no callopt"
 assert_eq "$(knob $CALLOPT)" 1 "callopt is on by default"

@@ -16,7 +16,7 @@
 # every close waits, none returns during the hold.
 . "$(dirname "$0")/../lib.sh"
 TOOL=$BUILD/kpx-destroy-queue
-FAST=/sys/kernel/debug/kprobes/fast_detach
+FAST=$KNOB_FAST
 BOUND=128
 EVENTS=400
 HOLD_MS=3000

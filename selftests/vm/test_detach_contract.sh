@@ -11,7 +11,7 @@
 . "$SITES"
 F=$GETPGID_FUNC
 RACE=$BUILD/kpx-detach-race
-FAST=/sys/kernel/debug/kprobes/fast_detach
+FAST=$KNOB_FAST
 ROUNDS=${KPX_DETACH_ROUNDS:-100}
 [ -x "$RACE" ] || fail "no $RACE: make detach-tool"
 [ "$(knob $FAST)" = 1 ] || fail "$FAST is not 1: the default must be the fast path"

@@ -18,7 +18,7 @@
 . "$SITES"
 F=$GETPGID_FUNC
 RACE=$BUILD/kpx-detach-race
-FAST=/sys/kernel/debug/kprobes/fast_detach
+FAST=$KNOB_FAST
 ROUNDS=${KPX_DETACH_ROUNDS:-100}
 [ -x "$RACE" ] || fail "no $RACE: make detach-tool"
 [ -w "$FAST" ] || fail "no $FAST: the kernel lacks the series' test-only switch (a patch at its end)"

@@ -19,7 +19,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
-FAST=/sys/kernel/debug/kprobes/fast_detach
+FAST=$KNOB_FAST
 [ -w "$FAST" ] || fail "no $FAST: the kernel lacks the series' test-only switch (a patch at its end)"
 trap 'echo 1 > $FAST' EXIT
 stress_detach() { # SITE -> JSON of kpctl stress (200 cycles, no workers)

@@ -6,7 +6,7 @@
 # both runs (environment, not callopt); they are listed.
 . "$(dirname "$0")/../lib.sh"
 FT=$BUILD/linux/tools/testing/selftests/ftrace
-CALLOPT=/sys/kernel/debug/kprobes/callopt
+CALLOPT=$KNOB_CALLOPT
 [ -x "$FT/ftracetest" ] || fail "no ftracetest in the kernel tree"
 trap 'echo 1 > $CALLOPT' EXIT
 run() { # CALLOPT -> "N result" lines

@@ -6,7 +6,7 @@
 # kprobe_multi runs), the knob is back to 1, and the archive lists them.
 # Negative control: not as root it refuses (exit 3) and writes nothing.
 . "$(dirname "$0")/../lib.sh"
-FAST=/sys/kernel/debug/kprobes/fast_detach
+FAST=$KNOB_FAST
 stock_kernel && skip "hw-report is for a kernel with the series"
 out=/tmp/hw-report-test
 rm -rf "$out" "$out.tar.gz"

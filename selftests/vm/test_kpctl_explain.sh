@@ -9,7 +9,7 @@
 . "$SITES"
 F=$GETPGID_FUNC
 M=${GETPGID_MULTI_FUNC:-$F}
-CALLOPT=/sys/kernel/debug/kprobes/callopt
+CALLOPT=$KNOB_CALLOPT
 restore() { [ -e $CALLOPT ] && echo 1 > $CALLOPT; }
 trap restore EXIT
 

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
-FAST=/sys/kernel/debug/kprobes/fast_detach
+FAST=$KNOB_FAST
 
 # The kernel may release kprobes after detach returns: give it 5 s.
 wait_no_kprobes() {

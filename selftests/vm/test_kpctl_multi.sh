@@ -10,7 +10,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
-FAST=/sys/kernel/debug/kprobes/fast_detach
+FAST=$KNOB_FAST
 ENABLED=/sys/kernel/tracing/enabled_functions
 
 [ -r "$ENABLED" ] || fail "$ENABLED not readable"

@@ -4,7 +4,7 @@
 # must then fail, naming the first skipped case. A check that counted a
 # skip as a pass would let this control pass it.
 . "$(dirname "$0")/../lib.sh"
-CALLOPT=/sys/kernel/debug/kprobes/callopt
+CALLOPT=$KNOB_CALLOPT
 [ -e "$CALLOPT" ] || skip "no $CALLOPT: a kernel without callopt"
 old=$(cat "$CALLOPT")
 restore() { echo "$old" > "$CALLOPT"; }

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
-FAST=/sys/kernel/debug/kprobes/fast_detach
+FAST=$KNOB_FAST
 trap 'echo 1 > $FAST 2>/dev/null' EXIT
 
 meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }

@@ -15,7 +15,7 @@
 # time until unpatched) go to the log, also on Debian's own image.
 . "$(dirname "$0")/../lib.sh"
 TOOL=$BUILD/kpx-multi-all
-FAST=/sys/kernel/debug/kprobes/fast_detach
+FAST=$KNOB_FAST
 [ -x "$TOOL" ] || fail "no $TOOL: make bench-tool"
 cfg=$(kernel_config)
 want_off=0

@@ -15,7 +15,7 @@
 . "$SITES"
 T=/sys/kernel/tracing
 EV=$T/events/kprobes
-CALLOPT=/sys/kernel/debug/kprobes/callopt
+CALLOPT=$KNOB_CALLOPT
 HOG=$MODDIR/kpx_hog.ko
 [ -w $CALLOPT ] || fail "no $CALLOPT"
 [ -r "$HOG" ] || fail "$HOG missing (make modules)"
