@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* libkpx: mechanism names and the debugfs kprobes list. */
+/* libkpx: mechanism names, probe classes and the debugfs kprobes list. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,25 +31,19 @@ enum kpx_mech kpx_mech_from_name(const char *name)
 	return KPX_MECH_UNKNOWN;
 }
 
-const char *kpx_link_mech_name(__u32 kernel_mech)
+const char *kpx_probe_class_name(__u32 probe_flags)
 {
-	switch (kernel_mech) {
-	case BPF_KPROBE_MECH_UNSPEC:
-		return NULL;
-	case BPF_KPROBE_MECH_INT3:
-		return mech_names[KPX_MECH_INT3];
-	case BPF_KPROBE_MECH_FTRACE:
-		return mech_names[KPX_MECH_FTRACE];
-	case BPF_KPROBE_MECH_CALLOPT:
-		return mech_names[KPX_MECH_CALLOPT];
-	case BPF_KPROBE_MECH_JMPOPT:
-		return mech_names[KPX_MECH_JMPOPT];
-	case BPF_KPROBE_MECH_PENDING:
-		return mech_names[KPX_MECH_PENDING];
-	case BPF_KPROBE_MECH_DISABLED:
-		return mech_names[KPX_MECH_DISABLED];
+	switch (probe_flags) {
+	case BPF_PERF_PROBE_TRAP:
+		return "trap";
+	case BPF_PERF_PROBE_FTRACE:
+		return "ftrace";
+	case BPF_PERF_PROBE_OPTIMIZED:
+		return "optimized";
+	case BPF_PERF_PROBE_DISARMED:
+		return "disarmed";
 	default:
-		return mech_names[KPX_MECH_UNKNOWN];
+		return NULL;
 	}
 }
 
@@ -149,8 +143,65 @@ void kpx_kprobes_free(struct kpx_kprobes *l)
 	l->n = l->cap = 0;
 }
 
+/* The debugfs flags a probe can have; a line with none of them: int3. */
+static bool has_flag(const struct kpx_kprobe *e, const char *flag)
+{
+	return e && strstr(e->flags, flag);
+}
+
+static bool no_flag(const struct kpx_kprobe *e)
+{
+	for (size_t i = 0; i < sizeof(debugfs_flags) / sizeof(debugfs_flags[0]); i++)
+		if (has_flag(e, debugfs_flags[i].flag))
+			return false;
+	return true;
+}
+
+const char *kpx_mech_resolve(__u32 probe_flags, const struct kpx_kprobe *e, bool list_read,
+			     const char **source)
+{
+	const char *src = "link_info", *m = NULL;
+
+	if (!list_read)
+		e = NULL;
+	switch (probe_flags) {
+	case 0:
+		src = e ? "debugfs" : "none";
+		m = e ? kpx_debugfs_mech_name(e->flags) : NULL;
+		break;
+	case BPF_PERF_PROBE_FTRACE:
+		m = mech_names[KPX_MECH_FTRACE];
+		break;
+	case BPF_PERF_PROBE_OPTIMIZED:
+		/* The branch is in the text; debugfs names the optimizer. */
+		if (has_flag(e, "[OPTIMIZED]"))
+			m = mech_names[has_flag(e, "[CALLOPT]") ? KPX_MECH_CALLOPT : KPX_MECH_JMPOPT];
+		break;
+	case BPF_PERF_PROBE_TRAP:
+		/*
+		 * debugfs flags a probe [OPTIMIZED] as soon as it is queued for
+		 * the optimizer, while the kernel reads it as a trap until the
+		 * branch is written: pending. Any other flag disagrees.
+		 */
+		if (has_flag(e, "[OPTIMIZED]") && !has_flag(e, "[GONE]") &&
+		    !has_flag(e, "[DISABLED]") && !has_flag(e, "[FTRACE]"))
+			m = mech_names[KPX_MECH_PENDING];
+		else if (e && no_flag(e))
+			m = mech_names[KPX_MECH_INT3];
+		break;
+	case BPF_PERF_PROBE_DISARMED:
+		m = mech_names[has_flag(e, "[GONE]") ? KPX_MECH_GONE : KPX_MECH_DISABLED];
+		break;
+	default:	/* not one bit the kernel defines */
+		break;
+	}
+	if (source)
+		*source = src;
+	return m;
+}
+
 int kpx_multi_link_info(int link_fd, __u32 *count, __u64 *addrs, __u64 *cookies,
-			__u32 *mechs, __u64 *missed)
+			__u32 *probe_flags, __u64 *missed)
 {
 	struct bpf_link_info info;
 	__u32 len = sizeof(info);
@@ -161,9 +212,9 @@ int kpx_multi_link_info(int link_fd, __u32 *count, __u64 *addrs, __u64 *cookies,
 		memset(addrs, 0, *count * sizeof(*addrs));
 		info.kprobe_multi.addrs = (__u64)(unsigned long)addrs;
 		info.kprobe_multi.cookies = (__u64)(unsigned long)cookies;
-		if (mechs) {
-			memset(mechs, 0, *count * sizeof(*mechs));
-			info.kprobe_multi.mechanisms = (__u64)(unsigned long)mechs;
+		if (probe_flags) {
+			memset(probe_flags, 0, *count * sizeof(*probe_flags));
+			info.kprobe_multi.probe_flags = (__u64)(unsigned long)probe_flags;
 		}
 		info.kprobe_multi.count = *count;
 	}

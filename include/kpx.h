@@ -5,9 +5,10 @@
  *
  *  - time: kpx_now_ms();
  *  - the kprobes knobs in /proc/sys/debug: their paths, read and write;
- *  - mechanism names: one name per mechanism, as the kernel and bpftool
- *    spell them (BPF_KPROBE_MECH_JMPOPT is "jmpopt"), from bpf_link_info
- *    or from the flags of the debugfs kprobes list;
+ *  - mechanism names ("callopt", "int3", ...), and the probe classes the
+ *    kernel reports in bpf_link_info (BPF_PERF_PROBE_TRAP is "trap"): the
+ *    mechanism from a class and the probe's line of the debugfs kprobes
+ *    list, which alone tells callopt from jmpopt and int3 from pending;
  *  - the debugfs kprobes list, read once, sorted, looked up by address;
  *  - latency percentiles (nearest rank);
  *  - the core-kernel symbols of /proc/kallsyms, read once, sorted;
@@ -74,21 +75,27 @@ enum kpx_mech {
 const char *kpx_mech_name(enum kpx_mech m);
 /* The mechanism of that name; KPX_MECH_UNKNOWN for any other name. */
 enum kpx_mech kpx_mech_from_name(const char *name);
-/* bpf_link_info's perf_event.kprobe.mechanism (enum bpf_kprobe_mechanism);
- * NULL for BPF_KPROBE_MECH_UNSPEC (the kernel does not report it). */
-const char *kpx_link_mech_name(__u32 kernel_mech);
 /* From the flags of a debugfs kprobes list line ("[FTRACE]", "[OPTIMIZED]",
  * ...); no flag is int3. */
 const char *kpx_debugfs_mech_name(const char *flags);
 /*
- * A kprobe_multi link's addresses, cookies and mechanisms (bpf_link_info
+ * The class of a probe: bpf_link_info's perf_event.flags, or an entry of
+ * kprobe_multi.probe_flags (one BPF_PERF_PROBE_* bit): "trap", "ftrace",
+ * "optimized", "disarmed"; NULL for 0 (the kernel does not report it) and
+ * for any other value.
+ */
+const char *kpx_probe_class_name(__u32 probe_flags);
+
+/*
+ * A kprobe_multi link's addresses, cookies and probe classes (bpf_link_info
  * kprobe_multi; each array may be NULL, addrs only with the others). On
  * entry *count is the arrays' length (0: only ask the count); on return the
- * link's count, and *missed (if not NULL) its misses. Fills what fits.
- * Returns 0 or -errno (-ENOSPC: more addresses than *count on entry).
+ * link's count, and *missed (if not NULL) its misses. Fills what fits; a
+ * kernel that does not report classes leaves @probe_flags 0. Returns 0 or
+ * -errno (-ENOSPC: more addresses than *count on entry).
  */
 int kpx_multi_link_info(int link_fd, __u32 *count, __u64 *addrs, __u64 *cookies,
-			__u32 *mechs, __u64 *missed);
+			__u32 *probe_flags, __u64 *missed);
 
 /* --- the debugfs kprobes list ---------------------------------------------- */
 
@@ -109,6 +116,29 @@ int kpx_kprobes_read(struct kpx_kprobes *l);
 const struct kpx_kprobe *kpx_kprobes_find(const struct kpx_kprobes *l, unsigned long long addr,
 					  int ret);
 void kpx_kprobes_free(struct kpx_kprobes *l);
+
+/*
+ * The mechanism of a probe, from its class @probe_flags (as above) and @e,
+ * its line of the debugfs kprobes list (kpx_kprobes_find(); NULL: not
+ * listed; ignored when @list_read is false: the list could not be read):
+ *
+ *   FTRACE                        "ftrace"
+ *   OPTIMIZED and [OPTIMIZED]     "callopt" with [CALLOPT], else "jmpopt"
+ *   TRAP and [OPTIMIZED]          "pending" (queued for the optimizer)
+ *   TRAP and no flag              "int3"
+ *   DISARMED                      "gone" with [GONE], else "disabled"
+ *   0 and a line                  kpx_debugfs_mech_name() of the line
+ *
+ * NULL when it cannot tell: OPTIMIZED or TRAP without the line, or with a
+ * line that disagrees (the two are read at different times), 0 without a
+ * line, a value that is not one known bit. *@source (if not NULL) gets
+ * where the answer came from: "link_info" for any @probe_flags but 0 (the
+ * kernel's class, refined with debugfs where the class alone does not name
+ * the mechanism), "debugfs" when the line alone told, "none" when nothing
+ * did.
+ */
+const char *kpx_mech_resolve(__u32 probe_flags, const struct kpx_kprobe *e, bool list_read,
+			     const char **source);
 
 /* --- percentiles ----------------------------------------------------------- */
 
