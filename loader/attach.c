@@ -17,16 +17,19 @@
 
 static void print_probes(struct probe *probes, int n, bool with_hits, bool with_cost)
 {
-	printf("%-28s %-18s %-10s %-9s %-5s", "PROBE", "ADDRESS", "MECHANISM", "SOURCE", "REGS");
+	printf("%-28s %-18s %-10s %-9s %-9s", "PROBE", "ADDRESS", "MECHANISM", "SOURCE", "CLASS");
 	if (with_hits)
 		printf(" %10s %7s", "HITS", "MISSED");
 	if (with_cost)
 		printf(" %8s", "NS/HIT~");
 	printf("  %s\n", "DEBUGFS");
 	for (int i = 0; i < n; i++) {
-		printf("%-28s 0x%016llx %-10s %-9s %-5s", probes[i].spec,
-		       (unsigned long long)probes[i].addr, probes[i].mechanism,
-		       probes[i].mech_source, regs_word(&probes[i]));
+		const char *cls = probe_class(&probes[i]);
+
+		printf("%-28s 0x%016llx %-10s %-9s %-9s", probes[i].spec,
+		       (unsigned long long)probes[i].addr,
+		       probes[i].mechanism[0] ? probes[i].mechanism : "-",
+		       probes[i].mech_source, cls ? cls : "-");
 		if (with_hits)
 			printf(" %10llu %7llu", (unsigned long long)probes[i].hits,
 			       (unsigned long long)probes[i].missed);
@@ -46,16 +49,6 @@ struct attach_result {
 	double base_ns;		/* ns per getpgid() call without probes */
 	bool multi;		/* one kprobe_multi link (--multi) */
 };
-
-/* null when the mechanism itself is unknown */
-static void json_full_regs(struct kpx_json *w, const struct probe *p)
-{
-	jw_name(w, "full_regs");
-	if (p->multi || !p->mech_source || !strcmp(p->mech_source, "none"))
-		jw_null(w);
-	else
-		jw_bool(w, p->full_regs);
-}
 
 static void print_json(struct probe *probes, int n, const struct attach_result *r)
 {
@@ -89,15 +82,10 @@ static void print_json(struct probe *probes, int n, const struct attach_result *
 		jw_uint_field(w, "offset", p->offset);
 		jw_bool_field(w, "retprobe", p->retprobe);
 		jw_hex_field(w, "addr", p->addr);
-		jw_string_field(w, "mechanism", p->mechanism);
-		jw_string_field(w, "mechanism_at_attach", p->mech_at_attach);
+		json_mech_field(w, "mechanism", p->mechanism);
+		json_mech_field(w, "mechanism_at_attach", p->mech_at_attach);
+		json_probe_class(w, p);
 		jw_string_field(w, "mechanism_source", p->mech_source);
-		jw_object_field(w, "link_info");
-		jw_uint_field(w, "mechanism", p->kmech);
-		jw_uint_field(w, "flags", p->kflags);
-		jw_end_object(w);
-		json_full_regs(w, p);
-		jw_string_field(w, "regs_kind", regs_word(p));
 		jw_uint_field(w, "hits", p->hits);
 		jw_uint_field(w, "missed", p->missed);
 		if (r->cost_calls)
@@ -193,9 +181,12 @@ static void usage_attach(FILE *f)
 "\n"
 "MECHANISM is ftrace (function entry), callopt (call-optimized), jmpopt\n"
 "(jump-optimized), pending (int3 until the optimizer is done), int3, disabled\n"
-"or gone. SOURCE is link_info when the kernel reports it in bpf_link_info,\n"
-"else debugfs (its kprobes list, which shows pending as optimized); REGS is\n"
-"full when handlers get a complete pt_regs (link info; assumed from debugfs).\n"
+"or gone; - when kpctl cannot tell. CLASS is how the kernel enters the\n"
+"handlers: trap, ftrace, optimized or disarmed. SOURCE is link_info when the\n"
+"kernel reports the class in bpf_link_info (the debugfs kprobes list tells\n"
+"callopt from jmpopt and int3 from pending), else debugfs (the list alone,\n"
+"which shows pending as optimized), or none. Without debugfs a trap or\n"
+"optimized probe has no mechanism, and --wait-opt waits its whole time.\n"
 "  -h, --help          this help\n"
 "\n"
 "Examples:\n"
@@ -430,41 +421,70 @@ static struct bpf_link *attach_multi(struct kpctl_bpf *skel, struct probe *probe
 }
 
 /*
- * --multi: the address and mechanism of each SPEC, from the link's info. The
+ * --multi: the address and mechanism of each SPEC: the class from the
+ * link's info (kprobe_multi.probe_flags), then, unless every class is
+ * ftrace, one read of the debugfs kprobes list: the sites at an offset are
+ * kprobes of the link, listed with their flags (kpx_mech_resolve()). The
  * kernel sorts the addresses (and the cookies with them): the cookie says
- * which SPEC an address belongs to.
+ * which SPEC an address belongs to. A class of 0 is not resolved with
+ * debugfs: a kernel that reports none runs every address on its fprobe,
+ * and a kprobe listed at the same address would be another's.
  */
 static void multi_mechanisms(struct bpf_link *link, struct probe *probes, int n)
 {
-	__u32 mechs[n], cnt = n;
+	__u32 pflags[n], cnt = n;
 	__u64 addrs[n], cookies[n];
+	struct kpx_kprobes list = {};
+	bool need_list = false, list_read = false;
 	int err;
 
 	memset(cookies, 0xff, sizeof(cookies));
 	for (int i = 0; i < n; i++) {
-		snprintf(probes[i].mechanism, sizeof(probes[i].mechanism), "unknown");
+		probes[i].mechanism[0] = '\0';
+		probes[i].flags[0] = '\0';
 		probes[i].mech_source = "none";
+		probes[i].probe_flags = 0;
+		probes[i].link_info_read = false;
 	}
-	err = kpx_multi_link_info(bpf_link__fd(link), &cnt, addrs, cookies, mechs, NULL);
+	err = kpx_multi_link_info(bpf_link__fd(link), &cnt, addrs, cookies, pflags, NULL);
 	if (err) {
 		warnx("attach --multi: cannot read the link's info: %s", strerror(-err));
 		return;
 	}
+	for (int j = 0; j < n; j++)
+		need_list |= class_needs_list(pflags[j]);
+	if (need_list) {
+		static bool warned;
+
+		err = kpx_kprobes_read(&list);
+		list_read = !err;
+		if (err && !warned) {
+			warned = true;
+			warnx("attach --multi: cannot tell callopt from jmpopt, nor int3 from "
+			      "pending, at the addresses at an offset: %s is not readable (%s)",
+			      KPX_KPROBES_LIST, strerror(-err));
+		}
+	}
 	for (int j = 0; j < n; j++) {
+		const struct kpx_kprobe *e = NULL;
+		const char *name, *src;
 		struct probe *p;
-		const char *name;
 
 		if (cookies[j] >= (__u64)n)
 			continue;
 		p = &probes[cookies[j]];
 		p->addr = addrs[j];
-		p->kmech = mechs[j];
-		name = kpx_link_mech_name(mechs[j]);
-		if (name) {
-			snprintf(p->mechanism, sizeof(p->mechanism), "%s", name);
-			p->mech_source = "link_info";
-		}
+		p->probe_flags = pflags[j];
+		p->link_info_read = true;
+		if (list_read && pflags[j])
+			e = kpx_kprobes_find(&list, addrs[j], p->retprobe);
+		if (e)
+			snprintf(p->flags, sizeof(p->flags), "%s", e->flags);
+		name = kpx_mech_resolve(pflags[j], e, list_read, &src);
+		snprintf(p->mechanism, sizeof(p->mechanism), "%s", name ? name : "");
+		p->mech_source = src;
 	}
+	kpx_kprobes_free(&list);
 }
 
 static void watch(struct kpctl_bpf *skel, struct probe *probes, int n,

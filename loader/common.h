@@ -17,7 +17,7 @@
 #define KERNEL_BTF		"/sys/kernel/btf/vmlinux"
 
 /* The version of kpctl's JSON output: "schema" in every object it prints. */
-#define KPCTL_SCHEMA	1
+#define KPCTL_SCHEMA	2
 
 enum exit_code {
 	EXIT_OK = 0,
@@ -50,12 +50,11 @@ struct probe {
 	__u64 missed;
 	__u64 hits;
 	__u64 ctrl_hits;
-	__u32 kmech;		/* bpf_link_info's mechanism (0: not reported) */
-	__u32 kflags;		/* bpf_link_info's BPF_KPROBE_INFO_* flags */
-	char mechanism[16];	/* see mech_name() */
+	__u32 probe_flags;	/* the class: bpf_link_info's BPF_PERF_PROBE_* (0: not reported) */
+	bool link_info_read;	/* probe_flags is the link's (false: no BPF link, --legacy) */
+	char mechanism[16];	/* kpx_mech_resolve()'s; "" when it cannot tell (JSON null) */
 	char mech_at_attach[16];	/* the mechanism right after the attach returned */
 	const char *mech_source;	/* "link_info", "debugfs" or "none" */
-	bool full_regs;		/* handlers get a complete pt_regs */
 	bool multi;		/* one address of a kprobe_multi link ('attach --multi') */
 	char flags[64];		/* raw debugfs flags, e.g. "[FTRACE]" */
 	double cost_ns;		/* estimated ns per hit; NAN when not measured */
@@ -82,7 +81,16 @@ int check_probes(const struct probe *probes, int n);
 void probe_mechanism(struct probe *p);
 void probe_mechanisms(struct probe *probes, int n);
 bool mechanism_settled(const struct probe *p);
-const char *regs_word(const struct probe *p);
+/* Whether kpx_mech_resolve() needs the debugfs line for a class (trap,
+ * optimized, disarmed), or names the mechanism without it (ftrace, and a
+ * word that is not one known bit: null); 0 is not a class */
+bool class_needs_list(__u32 probe_flags);
+/* "trap", "ftrace", "optimized", "disarmed"; NULL when unknown (JSON null) */
+const char *probe_class(const struct probe *p);
+/* -j: @name and the mechanism @mech, null when it is "" (unknown) */
+void json_mech_field(struct kpx_json *w, const char *name, const char *mech);
+/* -j: "probe" (probe_class()) and "probe_flags" (null without a BPF link) */
+void json_probe_class(struct kpx_json *w, const struct probe *p);
 void probe_link_info(struct probe *p);
 /* probes_settled() without reading the mechanisms again (attach --multi) */
 bool mechanisms_settled(const struct probe *probes, int n);

@@ -51,7 +51,7 @@ struct site {
 	int region;			/* callopt, jmpopt: the bytes displaced */
 	struct refusals no_call;	/* every check that refuses callopt here */
 	char reason[768];
-	char observed[16];		/* --verify */
+	char observed[16];		/* --verify; "" when kpctl cannot tell (JSON null) */
 	const char *observed_source;	/* "link_info", "debugfs", "none" */
 	char observed_err[96];
 	bool wrong_addr;		/* --verify: the probe landed elsewhere */
@@ -683,7 +683,7 @@ static void print_site_json(struct kpx_json *w, const struct kfunc *f, const str
 	}
 	jw_end_array(w);
 	if (verify) {
-		jw_string_field(w, "observed", s->observed);
+		json_mech_field(w, "observed", s->observed);
 		jw_bool_field(w, "match", !strcmp(s->observed, s->mech));
 		if (s->observed_source)
 			jw_string_field(w, "observed_source", s->observed_source);
@@ -771,7 +771,7 @@ static void print_text(const struct report *r)
 		       s->boundary ? s->ki.len : 0, bytes,
 		       s->boundary && s->ki.mnemonic ? s->ki.mnemonic : "-", s->mech);
 		if (r->verify)
-			printf(" %-9s", s->observed);
+			printf(" %-9s", s->observed[0] ? s->observed : "-");
 		printf(" %s\n", s->reason);
 	}
 	if (r->verify)
@@ -887,6 +887,10 @@ static void verify_site(struct kpctl_bpf *skel, const struct kfunc *f, struct si
 	if (s->wrong_addr)
 		snprintf(s->observed_err, sizeof(s->observed_err),
 			 "probe at 0x%llx, predicted 0x%llx", (unsigned long long)p.addr, s->addr);
+	else if (!s->observed[0])
+		snprintf(s->observed_err, sizeof(s->observed_err),
+			 "cannot tell the mechanism (class %s, source %s)",
+			 probe_class(&p) ? probe_class(&p) : "-", p.mech_source);
 	detach_probe(&p);
 }
 
@@ -1340,7 +1344,7 @@ int cmd_explain(int argc, char **argv)
 		goto out;
 	}
 	/*
-	 * Several: {"schema":1,"functions":[{...},...]}, or text one after
+	 * Several: {"schema":2,"functions":[{...},...]}, or text one after
 	 * another. A function that cannot be read (its text outside the
 	 * image's sections, say) gets {"func":...,"error":...} and the others
 	 * go on; the command then exits 1 with a top-level "error".

@@ -5,8 +5,8 @@
  * command checks first (kprobes, the kprobe PMU, BTF, the privileges), the
  * kprobes knobs (a sysctl, and the series' debugfs files), and the UAPI of
  * the kprobes series, read from the kernel's BTF: whether bpf_link_info
- * reports mechanisms (0010, 0025) and whether kprobe_multi links take
- * offsets (0029). Nothing is loaded or attached: it needs no root (but the
+ * reports the class of a kprobe link's probe and of each kprobe_multi
+ * address (0010, 0025) and whether kprobe_multi links take offsets (0029). Nothing is loaded or attached: it needs no root (but the
  * debugfs files are root's).
  */
 #include <errno.h>
@@ -98,10 +98,10 @@ static const struct bpf_feature {
 	const char *patch;	/* of the series; NULL: upstream */
 } bpf_features[] = {
 	{ "kprobe_multi", "kprobe_multi links", "bpf_attr", "link_create.kprobe_multi", NULL },
-	{ "link_info_mechanism", "link info: a kprobe's mechanism", "bpf_link_info",
-	  "perf_event.kprobe.mechanism", "0010" },
-	{ "kprobe_multi_mechanisms", "link info: kprobe_multi mechanisms", "bpf_link_info",
-	  "kprobe_multi.mechanisms", "0025" },
+	{ "link_info_probe", "link info: a kprobe's probe class", "bpf_link_info",
+	  "perf_event.flags", "0010" },
+	{ "kprobe_multi_probe_flags", "link info: kprobe_multi classes", "bpf_link_info",
+	  "kprobe_multi.probe_flags", "0025" },
 	{ "kprobe_multi_offsets", "kprobe_multi links take offsets", "bpf_attr",
 	  "link_create.kprobe_multi.offsets", "0029" },
 };
@@ -250,7 +250,7 @@ static void usage_feature(FILE *f)
 "optional), the kprobes knobs in /proc/sys/debug and their values (absent on\n"
 "a kernel without them), and the UAPI of the kprobes series, from the\n"
 "kernel's BTF (--btf FILE reads FILE instead): whether bpf_link_info reports\n"
-"a kprobe's mechanism and each kprobe_multi address's, and whether\n"
+"the class of a kprobe's probe and of each kprobe_multi address, and whether\n"
 "kprobe_multi links take offsets. The series is there when one of its\n"
 "knobs or UAPI fields is. Nothing is loaded or attached: no root needed.\n"
 "Exit 0 whatever the kernel has.\n"

@@ -84,7 +84,7 @@ void errx_unavailable(const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Every JSON document kpctl prints starts here: {"schema":1,... */
+/* Every JSON document kpctl prints starts here: {"schema":2,... */
 struct kpx_json *json_begin(void)
 {
 	jw_init(&out, stdout);
@@ -98,7 +98,7 @@ void json_end(void)
 	jw_end_object(&out);
 }
 
-/* With -j, {"schema":1,"help":"..."}; else the text on stdout. */
+/* With -j, {"schema":2,"help":"..."}; else the text on stdout. */
 int show_help(void (*usage)(FILE *f))
 {
 	char *text = NULL;

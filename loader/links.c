@@ -89,7 +89,7 @@ struct links_run {
 	long enabled_base;	/* enabled_functions before the first attach, or -1 */
 	double attach_total, detach_total, gp_ms;
 	long mech[NMECH];
-	long src_link_info, src_debugfs, src_none, full_regs;
+	long src_link_info, src_debugfs, src_none;
 	int listed_after_detach;
 	/* hits and late runs */
 	__u64 hits, hits_after_gp, hits_final;
@@ -726,57 +726,69 @@ out:
 	return err;
 }
 
-/* --multi: the mechanism of each address, from bpf_link_info.kprobe_multi. */
+static void count_mechanism(struct links_run *r, const char *mech, const char *source)
+{
+	r->mech[mech && mech[0] ? kpx_mech_from_name(mech) : KPX_MECH_UNKNOWN]++;
+	if (!strcmp(source, "link_info"))
+		r->src_link_info++;
+	else if (!strcmp(source, "debugfs"))
+		r->src_debugfs++;
+	else
+		r->src_none++;
+}
+
+/*
+ * --multi: the mechanism of each address: its class from
+ * bpf_link_info.kprobe_multi.probe_flags, resolved as attach --multi does
+ * (the debugfs list read once when a class needs it; a class of 0 is not
+ * resolved with debugfs: such a kernel runs every address on its fprobe).
+ */
 static void note_mechanisms_multi(struct links_run *r)
 {
-	__u32 *mechs, cnt = r->attached;
+	__u32 *pflags, cnt = r->attached;
+	struct kpx_kprobes list = {};
+	bool need_list = false, list_read = false;
 	__u64 *addrs;
 	int err;
 
-	mechs = calloc(r->attached, sizeof(*mechs));
+	pflags = calloc(r->attached, sizeof(*pflags));
 	addrs = calloc(r->attached, sizeof(*addrs));
-	if (!mechs || !addrs) {
+	if (!pflags || !addrs) {
 		errx("out of memory");
 		goto out;
 	}
-	err = kpx_multi_link_info(bpf_link__fd(r->mlink), &cnt, addrs, NULL, mechs, NULL);
+	err = kpx_multi_link_info(bpf_link__fd(r->mlink), &cnt, addrs, NULL, pflags, NULL);
 	if (err) {
 		warnx("links: cannot read the link's info: %s", strerror(-err));
 		r->src_none += r->attached;
 		r->mech[KPX_MECH_UNKNOWN] += r->attached;
 		goto out;
 	}
+	for (int i = 0; i < r->attached; i++)
+		need_list |= class_needs_list(pflags[i]);
+	if (need_list)
+		list_read = !kpx_kprobes_read(&list);
 	/* In the order of the kernel's sorted addresses; only counted here. */
 	for (int i = 0; i < r->attached; i++) {
-		const char *name = kpx_link_mech_name(mechs[i]);
+		const struct kpx_kprobe *e = NULL;
+		const char *m, *src;
 
-		if (!name) {
-			r->src_none++;
-			r->mech[KPX_MECH_UNKNOWN]++;
-			continue;
-		}
-		r->src_link_info++;
-		r->mech[kpx_mech_from_name(name)]++;
+		if (list_read && pflags[i])
+			e = kpx_kprobes_find(&list, addrs[i], r->o.kretprobe);
+		m = kpx_mech_resolve(pflags[i], e, list_read, &src);
+		count_mechanism(r, m, src);
 	}
 out:
-	free(mechs);
+	kpx_kprobes_free(&list);
+	free(pflags);
 	free(addrs);
 }
 
 static void note_mechanisms(struct links_run *r)
 {
 	probe_mechanisms(r->probes, r->attached);
-	for (int i = 0; i < r->attached; i++) {
-		struct probe *p = &r->probes[i];
-		r->mech[kpx_mech_from_name(p->mechanism)]++;
-		if (!strcmp(p->mech_source, "link_info"))
-			r->src_link_info++;
-		else if (!strcmp(p->mech_source, "debugfs"))
-			r->src_debugfs++;
-		else
-			r->src_none++;
-		r->full_regs += !strcmp(p->mech_source, "none") ? 0 : p->full_regs;
-	}
+	for (int i = 0; i < r->attached; i++)
+		count_mechanism(r, r->probes[i].mechanism, r->probes[i].mech_source);
 }
 
 static void detach_links(struct links_run *r)
@@ -932,11 +944,6 @@ static void print_links_json(struct links_run *r, struct kpx_pct a, struct kpx_p
 	jw_int_field(w, "debugfs", r->src_debugfs);
 	jw_int_field(w, "none", r->src_none);
 	jw_end_object(w);
-	/* A kprobe_multi link reports no BPF_KPROBE_INFO_FULL_REGS. */
-	if (r->o.multi)
-		jw_null_field(w, "full_regs_count");
-	else
-		jw_int_field(w, "full_regs_count", r->full_regs);
 	jw_uint_field(w, "hits", r->hits);
 	jw_int_field(w, "functions_hit", r->functions_hit);
 	jw_array_field(w, "functions_hit_sample");
@@ -996,8 +1003,8 @@ static void print_links_text(struct links_run *r, struct kpx_pct a, struct kpx_p
 	if (r->o.multi)
 		printf("  (from link_info %ld, unknown %ld)\n", r->src_link_info, r->src_none);
 	else
-		printf("  (from link_info %ld, debugfs %ld, unknown %ld; full regs %ld)\n",
-		       r->src_link_info, r->src_debugfs, r->src_none, r->full_regs);
+		printf("  (from link_info %ld, debugfs %ld, unknown %ld)\n",
+		       r->src_link_info, r->src_debugfs, r->src_none);
 	printf("kpctl: %ld function(s) hit while attached, %llu hit(s)\n", r->functions_hit,
 	       (unsigned long long)r->hits);
 	if (r->late_runs < 0)

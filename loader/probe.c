@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The probe helpers every kpctl command uses: parse a SPEC, attach and
- * detach it with bpf_program__attach_kprobe_opts, tell its mechanism (from
- * bpf_link_info, else from the debugfs kprobes list), read its counts, and
- * open and load the BPF skeleton.
+ * detach it with bpf_program__attach_kprobe_opts, tell its mechanism (the
+ * class bpf_link_info reports, refined with the debugfs kprobes list, else
+ * the debugfs list alone), read its counts, and open and load the BPF
+ * skeleton.
  */
 #include <errno.h>
 #include <math.h>
@@ -57,20 +58,28 @@ int parse_spec(const char *spec, struct probe *p)
 	return 0;
 }
 
-static void set_mech(struct probe *p, const char *name, const char *source, bool full_regs)
+static void set_mech(struct probe *p, const char *name, const char *source)
 {
-	snprintf(p->mechanism, sizeof(p->mechanism), "%s", name);
+	snprintf(p->mechanism, sizeof(p->mechanism), "%s", name ? name : "");
 	p->mech_source = source;
-	p->full_regs = full_regs;
+}
+
+bool class_needs_list(__u32 probe_flags)
+{
+	return probe_flags == BPF_PERF_PROBE_TRAP || probe_flags == BPF_PERF_PROBE_OPTIMIZED ||
+	       probe_flags == BPF_PERF_PROBE_DISARMED;
 }
 
 /*
- * The mechanism behind each probe: from bpf_link_info when the kernel
- * reports it there (a non-zero mechanism), else from debugfs, where every
- * kprobe the kernel registered for a perf/BPF link is listed with its flags
- * (one read of the list for all @n probes). Every x86 kprobe mechanism of
- * 6.12 hands its handlers a full pt_regs, so the debugfs path assumes it.
- * KPCTL_MECH_SOURCE=debugfs ignores the link info (to test the fallback).
+ * The mechanism behind each probe (kpx_mech_resolve()): the class the
+ * kernel reports in bpf_link_info (perf_event.flags), then, unless every
+ * class is ftrace, one read of the debugfs kprobes list for all @n probes,
+ * where every kprobe the kernel registered for a perf/BPF link is listed
+ * with its flags: they tell callopt from jmpopt, int3 from pending (queued
+ * for the optimizer) and gone from disabled, and the mechanism where the
+ * kernel reports no class. The link infos are read first: a probe the
+ * optimizer finishes in between then reads "pending", and is read again.
+ * KPCTL_MECH_SOURCE=debugfs ignores the class (to test the fallback).
  */
 void probe_mechanisms(struct probe *probes, int n)
 {
@@ -78,46 +87,53 @@ void probe_mechanisms(struct probe *probes, int n)
 	const char *force = getenv("KPCTL_MECH_SOURCE");
 	bool use_link_info = !force || strcmp(force, "debugfs");
 	struct kpx_kprobes list = {};
-	bool need_list = false, list_read;
-	int list_err;
+	bool need_list = false, list_read = false;
+	int list_err = 0;
 
 	for (int i = 0; i < n; i++) {
 		struct probe *p = &probes[i];
+		__u32 cls;
 
 		if (p->link)
 			probe_link_info(p);
 		p->flags[0] = '\0';
-		if (p->kmech && use_link_info) {
-			set_mech(p, kpx_link_mech_name(p->kmech), "link_info",
-				 p->kflags & BPF_KPROBE_INFO_FULL_REGS);
-			continue;
-		}
-		set_mech(p, "unknown", "none", false);
-		need_list |= p->addr != 0;
+		cls = use_link_info ? p->probe_flags : 0;
+		need_list |= p->addr && (!cls || class_needs_list(cls));
 	}
-	if (!need_list)
-		return;
-	list_err = kpx_kprobes_read(&list);
-	list_read = !list_err;
-	for (int i = 0; i < n && list_read; i++) {
+	if (need_list) {
+		list_err = kpx_kprobes_read(&list);
+		list_read = !list_err;
+	}
+	for (int i = 0; i < n; i++) {
 		struct probe *p = &probes[i];
-		const struct kpx_kprobe *e;
+		__u32 cls = use_link_info ? p->probe_flags : 0;
+		const struct kpx_kprobe *e = NULL;
+		const char *src;
 
-		if ((p->kmech && use_link_info) || !p->addr)
+		if (list_read && p->addr)
+			e = kpx_kprobes_find(&list, p->addr, p->retprobe);
+		if (e)
+			snprintf(p->flags, sizeof(p->flags), "%s", e->flags);
+		set_mech(p, kpx_mech_resolve(cls, e, list_read, &src), src);
+		/* Unknown for want of the list (not for a class no bit names). */
+		if (p->mechanism[0] || !list_err || !p->addr || (cls && !class_needs_list(cls)) ||
+		    warned)
 			continue;
-		e = kpx_kprobes_find(&list, p->addr, p->retprobe);
-		if (!e)
-			continue;
-		snprintf(p->flags, sizeof(p->flags), "%s", e->flags);
-		set_mech(p, kpx_debugfs_mech_name(e->flags), "debugfs", true);
+		warned = true;
+		if (cls == BPF_PERF_PROBE_TRAP || cls == BPF_PERF_PROBE_OPTIMIZED)
+			warnx("cannot tell the mechanism of '%s': the kernel reports its class, "
+			      "%s, and only %s tells %s, which is not readable (%s; debugfs not "
+			      "mounted, or no CONFIG_DEBUG_FS?)", p->spec, kpx_probe_class_name(cls),
+			      KPX_KPROBES_LIST, cls == BPF_PERF_PROBE_TRAP ? "int3 from pending" :
+			      "callopt from jmpopt", strerror(-list_err));
+		else
+			warnx("cannot tell the mechanism of '%s': %s, and %s is not readable (%s; "
+			      "debugfs not mounted, or no CONFIG_DEBUG_FS?)", p->spec,
+			      p->probe_flags ? "KPCTL_MECH_SOURCE=debugfs ignores its class" :
+			      "the kernel does not report its class in the link info",
+			      KPX_KPROBES_LIST, strerror(-list_err));
 	}
 	kpx_kprobes_free(&list);
-	if (!list_read && !warned) {
-		warned = true;
-		warnx("cannot tell the mechanism: the kernel does not report it in the link "
-		      "info, and %s is not readable (%s; debugfs not mounted, or no "
-		      "CONFIG_DEBUG_FS?)", KPX_KPROBES_LIST, strerror(-list_err));
-	}
 }
 
 void probe_mechanism(struct probe *p)
@@ -126,16 +142,76 @@ void probe_mechanism(struct probe *p)
 }
 
 /*
- * Whether the mechanism is final. The link info says "pending" while the
- * optimizer still has to install a call or jump, and "int3" only for good;
- * debugfs shows both as int3, so int3 from debugfs is never final.
+ * Whether the mechanism is final. "pending" waits for the optimizer. An
+ * unknown mechanism (the class and the debugfs line disagreed, or debugfs
+ * is gone) is read again when the class is trap or optimized. debugfs
+ * alone cannot tell int3 from pending (it flags a queued probe optimized),
+ * so only the link info's class makes int3 final. Without debugfs a trap
+ * probe therefore never settles: the waits run out their time.
  */
 bool mechanism_settled(const struct probe *p)
 {
+	bool link_info = p->mech_source && !strcmp(p->mech_source, "link_info");
+
 	if (!strcmp(p->mechanism, "pending"))
 		return false;
-	return strcmp(p->mechanism, "int3") ||
-	       (p->mech_source && !strcmp(p->mech_source, "link_info"));
+	if (!p->mechanism[0])
+		return !link_info || (p->probe_flags != BPF_PERF_PROBE_TRAP &&
+				      p->probe_flags != BPF_PERF_PROBE_OPTIMIZED);
+	return strcmp(p->mechanism, "int3") || link_info;
+}
+
+/*
+ * The class: the kernel's from the link info; from the debugfs mechanism
+ * when debugfs alone told (callopt and jmpopt are "optimized" there, also
+ * while queued, as debugfs shows them); NULL otherwise.
+ */
+const char *probe_class(const struct probe *p)
+{
+	static const struct {
+		const char *mech;
+		__u32 cls;
+	} classes[] = {
+		{ "ftrace", BPF_PERF_PROBE_FTRACE },
+		{ "callopt", BPF_PERF_PROBE_OPTIMIZED },
+		{ "jmpopt", BPF_PERF_PROBE_OPTIMIZED },
+		{ "int3", BPF_PERF_PROBE_TRAP },
+		{ "disabled", BPF_PERF_PROBE_DISARMED },
+		{ "gone", BPF_PERF_PROBE_DISARMED },
+	};
+
+	if (!p->mech_source)
+		return NULL;
+	if (!strcmp(p->mech_source, "link_info"))
+		return kpx_probe_class_name(p->probe_flags);
+	if (strcmp(p->mech_source, "debugfs"))
+		return NULL;
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		if (!strcmp(p->mechanism, classes[i].mech))
+			return kpx_probe_class_name(classes[i].cls);
+	return NULL;
+}
+
+void json_mech_field(struct kpx_json *w, const char *name, const char *mech)
+{
+	if (mech[0])
+		jw_string_field(w, name, mech);
+	else
+		jw_null_field(w, name);
+}
+
+void json_probe_class(struct kpx_json *w, const struct probe *p)
+{
+	const char *cls = probe_class(p);
+
+	if (cls)
+		jw_string_field(w, "probe", cls);
+	else
+		jw_null_field(w, "probe");
+	if (p->link_info_read)
+		jw_uint_field(w, "probe_flags", p->probe_flags);
+	else
+		jw_null_field(w, "probe_flags");
 }
 
 void probe_link_info(struct probe *p)
@@ -144,6 +220,8 @@ void probe_link_info(struct probe *p)
 	__u32 len = sizeof(info);
 	char name[256];
 
+	p->link_info_read = false;
+	p->probe_flags = 0;
 	info.perf_event.kprobe.func_name = (__u64)(unsigned long)name;
 	info.perf_event.kprobe.name_len = sizeof(name);
 	if (bpf_link_get_info_by_fd(bpf_link__fd(p->link), &info, &len)) {
@@ -164,8 +242,8 @@ void probe_link_info(struct probe *p)
 		return;
 	p->addr = info.perf_event.kprobe.addr;
 	p->missed = info.perf_event.kprobe.missed;
-	p->kmech = info.perf_event.kprobe.mechanism;
-	p->kflags = info.perf_event.kprobe.flags;
+	p->probe_flags = info.perf_event.flags;
+	p->link_info_read = true;
 }
 
 const char *attach_error(int err)
@@ -368,15 +446,6 @@ int load_skel(struct kpctl_bpf *skel, ...)
 		errx_unavailable("cannot load the BPF program: %s%s", strerror(-err),
 				 err == -EPERM ? " (needs root, or CAP_BPF and CAP_PERFMON)" : "");
 	return err;
-}
-
-/* "full", "partial", or "?" when the mechanism itself is unknown. */
-const char *regs_word(const struct probe *p)
-{
-	/* A kprobe_multi link reports no register flag. */
-	if (p->multi || !p->mech_source || !strcmp(p->mech_source, "none"))
-		return "?";
-	return p->full_regs ? "full" : "partial";
 }
 
 /*
