@@ -372,36 +372,45 @@ static void detach(struct link *l)
 	l->link = NULL;
 }
 
-/* K_MULTI: the address and mechanism the kernel reports for the link's one address. */
-static int multi_info(struct link *l, unsigned long long *addr, __u32 *mech)
+/* K_MULTI: the address and class the kernel reports for the link's one address. */
+static int multi_info(struct link *l, unsigned long long *addr, __u32 *probe_flags)
 {
 	__u32 cnt = 1;
 	__u64 a = 0;
 	int err;
 
-	err = kpx_multi_link_info(bpf_link__fd(l->link), &cnt, &a, NULL, mech, NULL);
+	err = kpx_multi_link_info(bpf_link__fd(l->link), &cnt, &a, NULL, probe_flags, NULL);
 	*addr = a;
 	return err;
 }
 
+/*
+ * K_MULTI: the class from the link's info, then the debugfs line at its
+ * address (an address at an offset is a kprobe, listed there; the entry is
+ * not, and its class ftrace names it): kpx_mech_resolve(). "unreported"
+ * when the kernel reports no class, "unknown" when the two disagree.
+ */
 static const char *multi_mech(struct link *l)
 {
 	unsigned long long addr;
 	const char *name;
-	__u32 mech;
+	__u32 probe_flags;
 
-	if (multi_info(l, &addr, &mech))
+	if (multi_info(l, &addr, &probe_flags))
 		return "error";
-	name = kpx_link_mech_name(mech);
-	return name ? name : "unreported";
+	if (!probe_flags)
+		return "unreported";
+	read_kprobes();
+	name = kpx_mech_resolve(probe_flags, kpx_kprobes_find(&kpl, addr, 0), true, NULL);
+	return name ? name : "unknown";
 }
 
 /* K_MULTI at an offset: the kprobe's address, for teardown_cfg() to wait on. */
 static void multi_addr(struct link *l, unsigned long long *addr)
 {
-	__u32 mech;
+	__u32 probe_flags;
 
-	if (multi_info(l, addr, &mech))
+	if (multi_info(l, addr, &probe_flags))
 		*addr = 0;
 }
 

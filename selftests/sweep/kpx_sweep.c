@@ -23,14 +23,19 @@
  *           under TCG an attach costs 4-5 times more with 4 busy vCPUs
  *           (every text poke waits for IPIs), and the batches attached
  *           under load still race the patching with CPUs running the code
- *   settle  until no link reports "pending" (the multi-instruction callopt
- *           waits for RCU-tasks first), or, on kernels that do not report
- *           the mechanism (stock), until the optimized set in debugfs is
- *           stable, at most --settle-ms
+ *   settle  until no site is "pending" (the multi-instruction callopt
+ *           waits for RCU-tasks first) or of a trap or optimized class
+ *           whose mechanism cannot be told yet, or, on kernels that do not
+ *           report the class (stock), until the optimized set in debugfs
+ *           is stable, at most --settle-ms
  *   hold    --hold-ms while the workload runs (it runs all the time)
- *   record  mechanism: bpf_link_info (perf_event.kprobe.mechanism), else
- *           /sys/kernel/debug/kprobes/list ([FTRACE], [CALLOPT],
- *           [OPTIMIZED], none: int3); the source is recorded
+ *   record  mechanism: the class in bpf_link_info (perf_event.flags, or
+ *           kprobe_multi.probe_flags) of every link first, then
+ *           /sys/kernel/debug/kprobes/list, which tells callopt from
+ *           jmpopt and int3 from pending (libkpx's kpx_mech_resolve());
+ *           debugfs alone ([FTRACE], [CALLOPT], [OPTIMIZED], none: int3)
+ *           where the kernel reports no class; the source is recorded. A
+ *           mechanism that cannot be told is read again, up to 3 times
  *   detach  all links (--detach-threads at once), one RCU grace period
  *           (membarrier), then the hit counts are taken; a count that
  *           moves later is a late run
@@ -99,6 +104,8 @@ struct site {
 	unsigned long long link_addr;
 	char mech_settle[16], mech[16];
 	const char *mech_source;
+	__u32 probe_flags;	/* the class in the link info (0: not reported) */
+	bool info_err;		/* the link info could not be read */
 	char flags[64];
 	unsigned long long hits, missed;
 	double attach_ms;
@@ -333,13 +340,13 @@ static const struct kpx_kprobe *kp_find(unsigned long long addr)
 	return kpx_kprobes_find(&kplist, addr, -1);
 }
 
-/* KPX_SWEEP_MECH_SOURCE=debugfs: ignore the link info's mechanism, as on a
+/* KPX_SWEEP_MECH_SOURCE=debugfs: ignore the class in the link info, as on a
  * kernel that does not report it (to try the stock path on ours). */
 static bool debugfs_only;
 static bool multi_mode;
 
 /*
- * --multi: a site's address, mechanism and misses from its link's info. A
+ * --multi: a site's address, class and misses from its link's info. A
  * link holds many sites: its info is read once per batch_mechanisms() pass
  * (multi_cache_reset()) and kept, indexed by cookie (the site's index).
  */
@@ -347,33 +354,33 @@ static struct {
 	struct bpf_link *link;
 	__u32 cnt;
 	__u64 missed, *addrs, *cookies;
-	__u32 *mechs;
+	__u32 *probe_flags;
 } mcache;
 
 static void multi_cache_reset(void)
 {
 	free(mcache.addrs);
 	free(mcache.cookies);
-	free(mcache.mechs);
+	free(mcache.probe_flags);
 	memset(&mcache, 0, sizeof(mcache));
 }
 
-static const char *multi_info(struct site *s, int i)
+static int multi_info(struct site *s, int i, __u32 *probe_flags)
 {
 	__u32 cnt = 0;
 
 	if (mcache.link != s->mlink) {
 		multi_cache_reset();
 		if (kpx_multi_link_info(bpf_link__fd(s->mlink), &cnt, NULL, NULL, NULL, NULL))
-			return "error";
+			return -1;
 		mcache.addrs = calloc(cnt, sizeof(*mcache.addrs));
 		mcache.cookies = calloc(cnt, sizeof(*mcache.cookies));
-		mcache.mechs = calloc(cnt, sizeof(*mcache.mechs));
-		if (!mcache.addrs || !mcache.cookies || !mcache.mechs ||
+		mcache.probe_flags = calloc(cnt, sizeof(*mcache.probe_flags));
+		if (!mcache.addrs || !mcache.cookies || !mcache.probe_flags ||
 		    kpx_multi_link_info(bpf_link__fd(s->mlink), &cnt, mcache.addrs,
-					mcache.cookies, mcache.mechs, &mcache.missed)) {
+					mcache.cookies, mcache.probe_flags, &mcache.missed)) {
 			multi_cache_reset();
-			return "error";
+			return -1;
 		}
 		mcache.link = s->mlink;
 		mcache.cnt = cnt;
@@ -382,68 +389,93 @@ static const char *multi_info(struct site *s, int i)
 	for (__u32 k = 0; k < mcache.cnt; k++)
 		if (mcache.cookies[k] == (__u64)i) {
 			s->link_addr = mcache.addrs[k];
-			return kpx_link_mech_name(mcache.mechs[k]);
+			*probe_flags = mcache.probe_flags[k];
+			return 0;
 		}
-	return "error";
+	return -1;
 }
 
-/* Fills link_addr, missed and the link-info mechanism (NULL when the kernel
- * does not report one). */
-static const char *link_info(struct site *s, int i)
+/* Fills link_addr, missed and *@probe_flags, the class in the link info
+ * (0 when the kernel does not report one). 0, or -1 when it cannot be read. */
+static int link_info(struct site *s, int i, __u32 *probe_flags)
 {
 	struct bpf_link_info info = {};
 	__u32 len = sizeof(info);
 
+	*probe_flags = 0;
 	if (multi_mode)
-		return multi_info(s, i);
+		return multi_info(s, i, probe_flags);
 
 	if (bpf_link_get_info_by_fd(bpf_link__fd(s->link), &info, &len))
-		return "error";
+		return -1;
 	if (info.type != BPF_LINK_TYPE_PERF_EVENT ||
 	    info.perf_event.type != BPF_PERF_EVENT_KPROBE)
-		return "error";
+		return -1;
 	s->link_addr = info.perf_event.kprobe.addr;
 	s->missed = info.perf_event.kprobe.missed;
-	return kpx_link_mech_name(info.perf_event.kprobe.mechanism);
+	*probe_flags = info.perf_event.flags;
+	return 0;
 }
 
-/* The mechanism of every attached site of the batch, into @field. Returns
- * the number still pending, or -1 when the kernel reports no mechanism in
- * the link info (then @optimized counts the debugfs [OPTIMIZED] ones). */
-static int batch_mechanisms(int *idx, int n, bool settle, int *optimized)
+/* The class for the progress marks, before the mechanism is told:
+ * "class:trap", ..., "class:-" for 0 (not reported), "class:0x.." else. */
+static const char *class_mark(__u32 probe_flags, char *buf, size_t len)
+{
+	const char *name = kpx_probe_class_name(probe_flags);
+
+	if (name)
+		snprintf(buf, len, "class:%s", name);
+	else if (probe_flags)
+		snprintf(buf, len, "class:0x%x", probe_flags);
+	else
+		snprintf(buf, len, "class:-");
+	return buf;
+}
+
+/*
+ * The mechanism of every attached site of the batch, into @field: the
+ * classes of all links first, then one read of the debugfs list, then
+ * kpx_mech_resolve() (a probe the optimizer finishes in between reads
+ * "pending", and is read again). A mechanism that cannot be told is
+ * recorded as "unknown"; *@unknown counts those sites. Returns the number
+ * still pending (and of a trap or optimized class not told yet), or -1
+ * when no link reports a class (then @optimized counts the debugfs
+ * [OPTIMIZED] ones).
+ */
+static int batch_mechanisms(int *idx, int n, bool settle, int *optimized, int *unknown)
 {
 	int pending = 0, reported = 0;
+	bool list_read;
 
-	kpx_kprobes_read(&kplist);
 	multi_cache_reset();
+	for (int k = 0; k < n; k++) {
+		struct site *s = &sites[idx[k]];
+
+		if (s->result == R_ATTACHED)
+			s->info_err = link_info(s, idx[k], &s->probe_flags) != 0;
+	}
+	list_read = !kpx_kprobes_read(&kplist);
 	*optimized = 0;
+	*unknown = 0;
 	for (int k = 0; k < n; k++) {
 		struct site *s = &sites[idx[k]];
 		const struct kpx_kprobe *e;
+		__u32 cls = debugfs_only || s->info_err ? 0 : s->probe_flags;
 		const char *m;
 		char *field = settle ? s->mech_settle : s->mech;
 
 		if (s->result != R_ATTACHED)
 			continue;
-		m = link_info(s, idx[k]);
-		e = kp_find(s->link_addr);
+		e = list_read ? kp_find(s->link_addr) : NULL;
 		snprintf(s->flags, sizeof(s->flags), "%s", e ? e->flags : "-");
-		if (debugfs_only && m && strcmp(m, "error"))
-			m = NULL;
-		if (m && strcmp(m, "error")) {
-			s->mech_source = "link_info";
-			reported++;
-		} else if (e) {
-			m = kpx_debugfs_mech_name(e->flags);
-			s->mech_source = "debugfs";
-		} else {
-			m = "unknown";
-			s->mech_source = "none";
-		}
+		m = kpx_mech_resolve(cls, e, list_read, &s->mech_source);
+		reported += cls != 0;
 		if (e && strstr(e->flags, "[OPTIMIZED]"))
 			(*optimized)++;
-		snprintf(field, 16, "%s", m);
-		pending += !strcmp(m, "pending");
+		snprintf(field, 16, "%s", m ? m : "unknown");
+		*unknown += !m;
+		pending += m ? !strcmp(m, "pending") :
+			   cls == BPF_PERF_PROBE_TRAP || cls == BPF_PERF_PROBE_OPTIMIZED;
 	}
 	return reported ? pending : -1;
 }
@@ -694,7 +726,7 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 		     struct wl_shared *wl)
 {
 	int *idx = malloc(sizeof(int) * (nsites / nb + 2)), n = 0, attached = 0, pending;
-	int nt = o->detach_threads, optimized, last_opt = -1;
+	int nt = o->detach_threads, optimized, last_opt = -1, unknown;
 	double t0, t1, stable_since, settled;
 	bool loaded;
 	pthread_t th[64];
@@ -719,11 +751,15 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 
 			attach_site(s, idx[k]);
 			if (n <= 8) {		/* bisection: in case the VM dies */
-				const char *m = s->result == R_ATTACHED ? link_info(s, idx[k]) :
-					       "refused";
+				const char *m = "refused";
+				char buf[24];
+				__u32 cls;
 
+				if (s->result == R_ATTACHED)
+					m = link_info(s, idx[k], &cls) ? "error" :
+					    class_mark(cls, buf, sizeof(buf));
 				mark("site 0x%llx %s+0x%lx %s %s", s->addr, s->func, s->off,
-				     m ?: "unspec", s->bytes);
+				     m, s->bytes);
 			}
 		}
 	} else {
@@ -750,7 +786,7 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 	/* Settle. */
 	stable_since = kpx_now_ms();
 	for (;;) {
-		pending = batch_mechanisms(idx, n, true, &optimized);
+		pending = batch_mechanisms(idx, n, true, &optimized, &unknown);
 		if (pending == 0)
 			break;
 		if (pending < 0) {		/* no mechanism in the link info */
@@ -776,8 +812,15 @@ static int run_batch(const struct opts *o, int b, int nb, int run, struct totals
 	usleep(o->hold_ms * 1000);
 	t1 = kpx_now_ms();
 	t->hold_ms += t1 - t0;
-	batch_mechanisms(idx, n, false, &optimized);
-	mark("batch %d/%d detach (settled in %.0f ms, %d pending then)", b, nb, settled, pending);
+	/* The class and the debugfs line are read apart: a site whose
+	 * mechanism they cannot tell is read again before it fails. */
+	batch_mechanisms(idx, n, false, &optimized, &unknown);
+	for (int r = 0; r < 3 && unknown; r++) {
+		usleep(20000);
+		batch_mechanisms(idx, n, false, &optimized, &unknown);
+	}
+	mark("batch %d/%d detach (settled in %.0f ms, %d pending then, %d unknown)", b, nb,
+	     settled, pending, unknown);
 	/* Detach. */
 	t0 = kpx_now_ms();
 	if (nt > 64)
