@@ -199,15 +199,15 @@ kunit_case_ok() {
 # kernel releases a detached BPF kprobe in a worker, a grace period or so
 # after the detach returned (the fast detach), so allow 10 s.
 # kpctl's JSON contract (docs/kpctl.md): with -j, stdout is exactly one JSON
-# object with "schema": 1, also when kpctl fails; exit 2 (bad usage) and 3
+# object with "schema": 2, also when kpctl fails; exit 2 (bad usage) and 3
 # (cannot run here) come with a string "error". assert_kpctl_json OUT RC WHAT
 # checks that of the stdout OUT of a kpctl -j that exited RC; kpctl_j ARGS...
 # runs "$KPCTL" -j ARGS, checks it, prints its stdout and returns its status
 # (stderr passes through).
 assert_kpctl_json() { # OUT RC WHAT
-	jq -e -s 'length == 1 and (.[0] | type == "object" and .schema == 1)' \
+	jq -e -s 'length == 1 and (.[0] | type == "object" and .schema == 2)' \
 		<<< "$1" > /dev/null 2>&1 ||
-		fail_test "$3: stdout is not one JSON object with \"schema\": 1 (exit $2): ${1:0:300}"
+		fail_test "$3: stdout is not one JSON object with \"schema\": 2 (exit $2): ${1:0:300}"
 	case $2 in
 	2|3) jq -e '.error | type == "string" and length > 0' <<< "$1" > /dev/null ||
 		fail_test "$3: exit $2 without an \"error\": ${1:0:300}" ;;

@@ -3,7 +3,7 @@
 # command is that command, options after the command and its arguments, the
 # exit codes (0 success, 1 check failed, 2 bad usage, 3 cannot run here),
 # and the JSON contract: with -j, stdout is exactly one JSON object with
-# "schema": 1 for every outcome, errors as {"schema":1,"error":"..."}, even
+# "schema": 2 for every outcome, errors as {"schema":2,"error":"..."}, even
 # for input that is not valid UTF-8 or holds control characters.
 # What kpctl checks before it loads anything (issue 36): a SPEC that names
 # no kernel function is bad usage, also without root; an offset past the
@@ -17,21 +17,22 @@
 [ -x "$KPCTL" ] || skip "no $KPCTL (make loader)"
 command -v jq > /dev/null || skip "no jq"
 
-# JSON_OK TEXT: 0 when TEXT is exactly one JSON object with "schema": 1.
+# JSON_OK TEXT: 0 when TEXT is exactly one JSON object with "schema": 2.
 json_ok() {
-	jq -e -s 'length == 1 and (.[0] | type == "object" and .schema == 1)' <<< "$1" \
+	jq -e -s 'length == 1 and (.[0] | type == "object" and .schema == 2)' <<< "$1" \
 		> /dev/null 2>&1
 }
 # Negative controls of the checker: two documents, a cut one, no schema,
-# and an unescaped control character are not accepted.
-json_ok '{"schema":1}' || fail "json_ok refuses a good document"
-! json_ok $'{"schema":1}\n{"schema":1}' || fail "json_ok accepts two documents"
-! json_ok '{"schema":1,"x":' || fail "json_ok accepts a cut document"
+# the old schema, and an unescaped control character are not accepted.
+json_ok '{"schema":2}' || fail "json_ok refuses a good document"
+! json_ok $'{"schema":2}\n{"schema":2}' || fail "json_ok accepts two documents"
+! json_ok '{"schema":2,"x":' || fail "json_ok accepts a cut document"
 ! json_ok '{"x":1}' || fail "json_ok accepts a document without schema"
-! json_ok $'{"schema":1,"x":"a\tb"}' || fail "json_ok accepts a raw tab in a string"
+! json_ok '{"schema":1}' || fail "json_ok accepts schema 1"
+! json_ok $'{"schema":2,"x":"a\tb"}' || fail "json_ok accepts a raw tab in a string"
 
 # Help: the commands and the exit codes; the same for help, --help, -h and a
-# prefix of help; with -j as {"schema":1,"help":...}.
+# prefix of help; with -j as {"schema":2,"help":...}.
 t_help() {
 	assert_rc 0 "$KPCTL" help
 	help=$out
@@ -57,7 +58,7 @@ subtest help t_help
 # Version: text, --version, a prefix, JSON.
 t_version() {
 	assert_rc 0 "$KPCTL" version
-	assert_match "$out" '^kpctl [^ ]+ \(JSON schema 1, libbpf v[0-9]+\.[0-9]+\)$' "version"
+	assert_match "$out" '^kpctl [^ ]+ \(JSON schema 2, libbpf v[0-9]+\.[0-9]+\)$' "version"
 	version=$out
 	assert_rc 0 "$KPCTL" --version
 	assert_eq "$out" "$version" "--version"
@@ -282,8 +283,8 @@ feature_types() { # JSON WHAT
 		(.requirements | [.[] | type] - ["boolean", "null"] == []) and
 		(.knobs | keys == ["kprobes-optimization", "kprobes/callopt", "kprobes/fast_detach"]) and
 		(.knobs | [.[] | type] - ["number", "null"] == []) and
-		(.bpf | keys == ["kprobe_multi", "kprobe_multi_mechanisms", "kprobe_multi_offsets",
-			"link_info_mechanism"]) and
+		(.bpf | keys == ["kprobe_multi", "kprobe_multi_offsets", "kprobe_multi_probe_flags",
+			"link_info_probe"]) and
 		(.bpf | [.[] | type] - ["boolean", "null"] == [])' <<< "$1" > /dev/null ||
 		fail "$2: keys or types: $1"
 }
@@ -312,16 +313,16 @@ subtest feature t_feature
 t_feature_btf() {
 	[ -r "$BUILD/vmlinux" ] || fail "no $BUILD/vmlinux: make kernel"
 	json=$(kpctl_j feature --btf "$BUILD/vmlinux") || fail "feature --btf vmlinux: $json"
-	assert_eq "$(jq -c '[.series, .bpf.kprobe_multi, .bpf.link_info_mechanism,
-		.bpf.kprobe_multi_mechanisms, .bpf.kprobe_multi_offsets]' <<< "$json")" \
+	assert_eq "$(jq -c '[.series, .bpf.kprobe_multi, .bpf.link_info_probe,
+		.bpf.kprobe_multi_probe_flags, .bpf.kprobe_multi_offsets]' <<< "$json")" \
 		"[true,true,true,true,true]" "feature with our kernel's BTF"
 	# A stock kernel's BTF: make check builds none; check-stock and the
 	# Debian rows of check-configs leave one (vmlinux-*-stock).
 	stock=$(ls "$BUILD"/vmlinux-*-stock 2> /dev/null | head -n1)
 	if [ -n "$stock" ]; then
 		json=$(kpctl_j feature --btf "$stock") || fail "feature --btf $stock: $json"
-		assert_eq "$(jq -c '[.bpf.kprobe_multi, .bpf.link_info_mechanism,
-			.bpf.kprobe_multi_mechanisms, .bpf.kprobe_multi_offsets]' <<< "$json")" \
+		assert_eq "$(jq -c '[.bpf.kprobe_multi, .bpf.link_info_probe,
+			.bpf.kprobe_multi_probe_flags, .bpf.kprobe_multi_offsets]' <<< "$json")" \
 			"[true,false,false,false]" "feature with a stock kernel's BTF ($stock)"
 		if [ "$(jq -c '[.knobs["kprobes/callopt"], .knobs["kprobes/fast_detach"]]' <<< "$json")" = "[null,null]" ]; then
 			assert_eq "$(jq -c .series <<< "$json")" false "feature with stock's BTF: series"

@@ -3,8 +3,9 @@
 # its call goes in (as int3, "pending", meanwhile), and that wait blocks no
 # other attach or detach: kpx_hog holds the grace period off while a stress
 # run attaches and detaches links at a single-instruction site 50 times; the
-# multi-instruction probe stays pending throughout, and becomes callopt once
-# the hog is gone.
+# multi-instruction probe stays pending throughout (class trap in
+# bpf_link_info, queued: [OPTIMIZED] in debugfs), and becomes callopt (class
+# optimized, [CALLOPT]) once the hog is gone.
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
@@ -18,11 +19,21 @@ for _ in $(seq 100); do
 	grep -q "$MF+$GETPGID_MULTI" $KPROBES_LIST 2>/dev/null && break
 	sleep 0.1
 done
-# The mechanism from bpf_link_info (debugfs shows [OPTIMIZED][CALLOPT] as
-# soon as a probe is queued for the optimizer, so it cannot tell).
+# The state of the probe from its class in bpf_link_info (bpftool's "probe")
+# and its debugfs flags, read after the class: debugfs shows
+# [OPTIMIZED][CALLOPT] as soon as a probe is queued for the optimizer, and the
+# class is trap until the call is written. "pending": trap and [OPTIMIZED];
+# "callopt": optimized and [OPTIMIZED][CALLOPT]; else "CLASS FLAGS".
 multi_state() {
-	"$BPFTOOL" -j link show | jq -r --arg f "$MF" --argjson o $((GETPGID_MULTI)) \
-		'[.[] | select(.func == $f and .offset == $o)][0].mechanism'
+	local cls flags
+	cls=$("$BPFTOOL" -j link show | jq -r --arg f "$MF" --argjson o $((GETPGID_MULTI)) \
+		'[.[] | select(.func == $f and .offset == $o)][0].probe')
+	flags=$(grep -F "$MF+$GETPGID_MULTI " "$KPROBES_LIST" | grep -o '\[.*')
+	case "$cls $flags" in
+	"trap [OPTIMIZED]"|"trap [OPTIMIZED][CALLOPT]") echo pending ;;
+	"optimized [OPTIMIZED][CALLOPT]") echo callopt ;;
+	*) echo "$cls ${flags:-(not listed)}" ;;
+	esac
 }
 note "multi-instruction probe: $(multi_state)"
 assert_eq "$(multi_state)" pending "mechanism while RCU-tasks is held off"

@@ -7,8 +7,9 @@
 # inside it (the first one after the fentry call that is 5 bytes or longer
 # and not a branch, from objdump of the .ko):
 #  1. single links at both: hit; the module is unloaded while they are
-#     armed, their probes become [GONE], kpctl detaches cleanly; twice
-#     (load, probe, unload again);
+#     armed, their probes become [GONE] (class disarmed in bpf_link_info,
+#     mechanism gone), kpctl detaches cleanly; twice (load, probe, unload
+#     again);
 #  2. one kprobe_multi link over both (entry and offset): hit; while it is
 #     attached the module cannot go (the link holds a reference); after the
 #     detach it unloads at once.
@@ -70,11 +71,15 @@ for round in 1 2; do
 	kill -INT $kp
 	wait $kp || fail "kpctl failed after the module went: $(cat /tmp/kpctl-mod.err)"
 	json=$(cat /tmp/kpctl-mod.json)
-	note "round $round: $(jq -c '[.probes[] | {spec, mechanism_at_attach, mechanism, hits}]' <<< "$json")"
+	note "round $round: $(jq -c '[.probes[] | {spec, mechanism_at_attach, mechanism, probe, hits}]' <<< "$json")"
 	for i in 0 1; do
 		assert_num "$(json_int "$json" ".probes[$i].hits")" '>' 0 "hits at probe $i (round $round)"
-		# bpf_link_info says "disabled" for a probe whose module went ([GONE] in debugfs)
-		assert_eq "$(json_str "$json" ".probes[$i].mechanism")" disabled "probe $i after rmmod (round $round)"
+		# bpf_link_info's class of a probe whose module went is disarmed, and
+		# debugfs's [GONE] makes it gone (debugfs alone on a stock kernel).
+		assert_eq "$(json_str "$json" ".probes[$i].mechanism")" gone "probe $i after rmmod (round $round)"
+		assert_eq "$(json_str "$json" ".probes[$i].probe")" disarmed "class of probe $i after rmmod (round $round)"
+		assert_eq "$(json_str "$json" ".probes[$i].mechanism_source")" \
+			"$(stock_kernel && echo debugfs || echo link_info)" "source of probe $i after rmmod (round $round)"
 	done
 	assert_eq "$(json_str "$json" .probes[0].mechanism_at_attach)" ftrace "mechanism at the entry (round $round)"
 	assert_match "$(json_str "$json" .probes[1].mechanism_at_attach)" '^(callopt|jmpopt|pending|int3)$' \

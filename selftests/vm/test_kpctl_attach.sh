@@ -33,13 +33,15 @@ assert_match "$out" "NS/HIT~" "cost column"
 assert_match "$out" "estimate" "cost labelled an estimate"
 assert_no_kprobes
 
-# Where the mechanism comes from: the link info (bpf_link_info's
-# perf_event.kprobe.mechanism and flags) when the kernel reports it, else
-# debugfs. When the kernel reports it: the entry is ftrace with full
-# pt_regs, the single-instruction site callopt, and the debugfs fallback
-# (KPCTL_MECH_SOURCE=debugfs) agrees with it. Which branch runs is pinned
-# by the kernel booted, not read from the answer: the link info on ours,
-# debugfs on a stock kernel (-kpx-stock, Debian's own images).
+# Where the mechanism comes from: the class in the link info (bpf_link_info's
+# perf_event.flags, kpctl's probe_flags), refined with debugfs, when the
+# kernel reports it, else debugfs alone. When the kernel reports it: the
+# entry is ftrace (probe_flags BPF_PERF_PROBE_FTRACE, 2), the
+# single-instruction site callopt (class optimized), and the debugfs
+# fallback (KPCTL_MECH_SOURCE=debugfs) agrees with it, mechanism and class.
+# Which branch runs is pinned by the kernel booted, not read from the
+# answer: the link info on ours, debugfs on a stock kernel (-kpx-stock,
+# Debian's own images).
 specs=("$F" "$F+$GETPGID_MID" "$F+$GETPGID_SINGLE")
 json=$(kpctl_j attach --wait-opt 10 --trigger 10 "${specs[@]}") || fail "attach: $json"
 note "$json"
@@ -48,17 +50,32 @@ case $SFX in
 *) want_source=link_info ;;
 esac
 got_source=debugfs
-[ "$(field '.probes[0].link_info.mechanism')" = 0 ] || got_source=link_info
+[ "$(json_int "$json" '.probes[0].probe_flags')" = 0 ] || got_source=link_info
 assert_eq "$got_source" "$want_source" "where the mechanism comes from on $(uname -r)"
+for i in 0 1 2; do
+	for k in mechanism mechanism_at_attach probe probe_flags mechanism_source; do
+		assert_eq "$(jq -r ".probes[$i] | has(\"$k\")" <<< "$json")" true "key $k of probe $i"
+	done
+	for k in link_info full_regs regs_kind; do
+		assert_eq "$(jq -r ".probes[$i] | has(\"$k\")" <<< "$json")" false "no key $k in probe $i"
+	done
+done
 if [ "$want_source" = link_info ]; then
-	note "the kernel reports mechanisms in bpf_link_info"
+	note "the kernel reports the probe class in bpf_link_info"
 	for i in 0 1 2; do
 		assert_eq "$(field ".probes[$i].mechanism_source")" link_info "source of probe $i"
 		assert_eq "$(field ".probes[$i].hits")" 10 "hits of probe $i"
+		# One known bit, its class named, and the mechanism told (not null).
+		assert_match "$(json_int "$json" ".probes[$i].probe_flags")" '^(1|2|4|8)$' \
+			"probe_flags of probe $i"
+		assert_match "$(json_str "$json" ".probes[$i].probe")" '^(trap|ftrace|optimized|disarmed)$' \
+			"class of probe $i"
+		assert_match "$(json_str "$json" ".probes[$i].mechanism")" \
+			'^(ftrace|callopt|jmpopt|int3|pending|disabled|gone)$' "mechanism of probe $i"
 	done
 	assert_eq "$(field '.probes[0].mechanism')" ftrace "mechanism at the entry"
-	assert_eq "$(field '.probes[0].full_regs')" true "full regs at the entry"
-	assert_eq "$(field '.probes[0].link_info.flags')" 1 "link info flags at the entry"
+	assert_eq "$(json_str "$json" '.probes[0].probe')" ftrace "class at the entry"
+	assert_eq "$(json_int "$json" '.probes[0].probe_flags')" 2 "probe_flags at the entry"
 	# Both switches are on by default; a run that turned one off says so.
 	co=$(knob "$KNOB_CALLOPT") || fail "no kprobes/callopt on our kernel"
 	op=$(cat /proc/sys/debug/kprobes-optimization)
@@ -66,25 +83,33 @@ if [ "$want_source" = link_info ]; then
 		# The single instruction of >= 5 bytes (GETPGID_MID may need more
 		# than one instruction, or be int3, depending on the build).
 		assert_eq "$(field '.probes[2].mechanism')" callopt "mechanism at +$GETPGID_SINGLE"
-		assert_eq "$(field '.probes[2].full_regs')" true "full regs at +$GETPGID_SINGLE"
+		assert_eq "$(json_str "$json" '.probes[2].probe')" optimized "class at +$GETPGID_SINGLE"
+		assert_eq "$(json_int "$json" '.probes[2].probe_flags')" 4 "probe_flags at +$GETPGID_SINGLE"
 	else
 		note "callopt $co, optimization $op: the callopt check is not made"
 	fi
 	fallback=$(KPCTL_MECH_SOURCE=debugfs kpctl_j attach --wait-opt 10 "${specs[@]}") ||
 		fail "attach, debugfs fallback: $fallback"
 	for i in 0 1 2; do
-		assert_eq "$(jq -r ".probes[$i].mechanism_source" <<< "$fallback")" debugfs 			"forced source of probe $i"
-		assert_eq "$(jq -r ".probes[$i].mechanism" <<< "$fallback")" 			"$(field ".probes[$i].mechanism")" "debugfs agrees with the link info, probe $i"
+		assert_eq "$(jq -r ".probes[$i].mechanism_source" <<< "$fallback")" debugfs \
+			"forced source of probe $i"
+		assert_eq "$(jq -r ".probes[$i].mechanism" <<< "$fallback")" \
+			"$(field ".probes[$i].mechanism")" "debugfs agrees with the link info, probe $i"
+		assert_eq "$(jq -r ".probes[$i].probe" <<< "$fallback")" \
+			"$(field ".probes[$i].probe")" "debugfs's class agrees with the link info, probe $i"
 	done
 else
-	note "the kernel does not report mechanisms in bpf_link_info: debugfs"
+	note "the kernel does not report the probe class in bpf_link_info: debugfs"
 	for i in 0 1 2; do
 		assert_eq "$(field ".probes[$i].mechanism_source")" debugfs "source of probe $i"
+		assert_eq "$(json_int "$json" ".probes[$i].probe_flags")" 0 "probe_flags of probe $i"
 	done
 	assert_eq "$(field '.probes[0].mechanism')" ftrace "mechanism at the entry"
+	assert_eq "$(json_str "$json" '.probes[0].probe')" ftrace "class at the entry, from debugfs"
 fi
 out=$("$KPCTL" attach "$F") || fail "attach text: $out"
-assert_match "$out" "SOURCE +REGS" "source column"
+assert_match "$out" "MECHANISM +SOURCE +CLASS" "mechanism, source and class columns"
+assert_match "$out" "$F +0x[0-9a-f]+ +ftrace +[a-z_]+ +ftrace" "text row of the entry"
 assert_no_kprobes
 
 # An offset past the function's end would land in the next symbol: refused.

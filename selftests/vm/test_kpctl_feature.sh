@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # kpctl feature on the kernel that runs: ours has the kprobes series (its
-# knobs, bpf_link_info's mechanisms, kprobe_multi offsets), a stock kernel
-# (ours unpatched, or Debian's: lib.sh's stock_kernel) has none of it and
-# says so. The answers agree with the kernel: the knobs' values with their
-# files, link_info_mechanism with an attached link's info, and
+# knobs, the probe classes in bpf_link_info, kprobe_multi offsets), a stock
+# kernel (ours unpatched, or Debian's: lib.sh's stock_kernel) has none of it
+# and says so. The answers agree with the kernel: the knobs' values with
+# their files, link_info_probe with an attached link's info (probe_flags), and
 # kprobe_multi_offsets with attach --multi at an offset (refused on stock
 # with its own message, before anything is loaded). Nothing is loaded: the
 # same answers without root, which only privileged, the debugfs list and
@@ -36,14 +36,14 @@ for kf in "kprobes-optimization /proc/sys/debug/kprobes-optimization" \
 done
 
 link=$(kpctl_j attach --trigger 1 "$F") || fail "attach $F: $link"
-kmech=$(json_int "$link" '.probes[0].link_info.mechanism')
+pflags=$(json_int "$link" '.probes[0].probe_flags')
 if stock_kernel; then
 	assert_eq "$(j .series)" false "series on a stock kernel"
 	assert_eq "$(j '[.knobs["kprobes/callopt"], .knobs["kprobes/fast_detach"]]')" "[null,null]" \
 		"the series' knobs on a stock kernel"
-	assert_eq "$(j '[.bpf.link_info_mechanism, .bpf.kprobe_multi_mechanisms,
+	assert_eq "$(j '[.bpf.link_info_probe, .bpf.kprobe_multi_probe_flags,
 		.bpf.kprobe_multi_offsets]')" "[false,false,false]" "the series' UAPI on a stock kernel"
-	assert_eq "$kmech" 0 "a link's info on a stock kernel: no mechanism"
+	assert_eq "$pflags" 0 "a link's info on a stock kernel: no class"
 	assert_rc 1 "$KPCTL" attach --multi "$F" "$F+$GETPGID_SINGLE"
 	assert_match "$out" "'$F\+$GETPGID_SINGLE': this kernel's kprobe_multi takes no offsets" \
 		"attach --multi with an offset on a stock kernel"
@@ -54,9 +54,9 @@ if stock_kernel; then
 else
 	assert_eq "$(j .series)" true "series on our kernel"
 	assert_num "$(json_int "$json" '.knobs["kprobes/fast_detach"]')" '>=' 0 "fast-detach knob"
-	assert_eq "$(j '[.bpf.link_info_mechanism, .bpf.kprobe_multi_mechanisms,
+	assert_eq "$(j '[.bpf.link_info_probe, .bpf.kprobe_multi_probe_flags,
 		.bpf.kprobe_multi_offsets]')" "[true,true,true]" "the series' UAPI on our kernel"
-	assert_num "$kmech" '!=' 0 "a link's info on our kernel: a mechanism"
+	assert_eq "$pflags" 2 "a link's info on our kernel: the class ftrace at the entry"
 	json2=$(kpctl_j attach --multi --trigger 10 "$F" "$F+$GETPGID_SINGLE") ||
 		fail "attach --multi with an offset on our kernel: $json2"
 	assert_eq "$(json_int "$json2" '.probes[1].hits')" 10 "attach --multi with an offset: hits"

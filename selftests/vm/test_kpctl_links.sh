@@ -38,9 +38,13 @@ check_links() { # JSON N WHAT
 	assert_eq "$(int '[.mechanisms[]] | add')" "$attached" "$what: mechanisms add up"
 	assert_eq "$(int '[.mechanism_sources[]] | add')" "$attached" \
 		"$what: mechanism sources add up"
-	# Every link is at a function's entry: the ftrace site, full pt_regs.
+	# Every link is at a function's entry: the ftrace site (the class in the
+	# link info on ours, debugfs on a stock kernel).
 	assert_eq "$(int .mechanisms.ftrace)" "$attached" "$what: ftrace at every entry"
-	assert_eq "$(int .full_regs_count)" "$attached" "$what: full regs"
+	assert_eq "$(int ".mechanism_sources.$(stock_kernel && echo debugfs || echo link_info)")" \
+		"$attached" "$what: where the mechanisms come from"
+	# Schema 2 has no full_regs_count.
+	assert_eq "$(jq -c 'has("full_regs_count")' <<< "$json")" false "$what: no full_regs_count"
 	assert_links_json "$json" "$F" "$what"
 	for l in attach_ms detach_ms; do
 		assert_num "$(num .$l.sum)" '<=' "$(num .$l.total)" "$what: $l sum <= total"

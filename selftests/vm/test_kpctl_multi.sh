@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kpctl links --multi and attach --multi: one BPF kprobe_multi link over N kernel functions.
-# The mechanism of every address (bpf_link_info.kprobe_multi.mechanisms),
+# The class of every address (bpf_link_info.kprobe_multi.probe_flags) and the
+# mechanism kpctl names from it,
 # hits, no program run after detach and a grace period (and a negative
 # control that must report some), the functions unpatched soon after the
 # detach (the deferred unregistration ran), the detach time against the
@@ -44,7 +45,7 @@ check_multi() { # JSON N ROUNDS WHAT
 	assert_eq "$(int .mechanisms.ftrace)" "$n" "$what: ftrace at every address"
 	assert_eq "$(int '[.mechanisms[]] | add')" "$n" "$what: mechanisms add up"
 	assert_eq "$(int .mechanism_sources.link_info)" "$n" "$what: mechanisms from link_info"
-	assert_eq "$(jq -c .full_regs_count <<< "$json")" null "$what: full_regs_count"
+	assert_eq "$(jq -c 'has("full_regs_count")' <<< "$json")" false "$what: no full_regs_count"
 	assert_links_json "$json" "$F" "$what"
 }
 
@@ -83,7 +84,7 @@ assert_num "$(awk -v a="$fast_p99" 'BEGIN { print a * 20 }')" '<' "$slow_p50" \
 	"fast detach p99 x 20 below the synchronous p50"
 wait_unpatched "fast detach off"
 
-# bpftool shows the held link, a mechanism per function.
+# bpftool shows the held link, a probe class per function.
 # Held for up to 60 s; Ctrl-C ends it once checked (it then detaches, exit 1).
 "$KPCTL" links --multi -n 20 --trigger 0 --hold 60000 --late 50 > /tmp/multi.out 2>&1 &
 pid=$!
@@ -97,11 +98,14 @@ done
 [ "$(jq length <<< "${bt:-[]}")" = 1 ] || fail "bpftool: want one kprobe_multi link, got: $bt"
 note "$bt"
 assert_eq "$(json_int "$bt" '.[0].func_cnt')" 20 "bpftool: func_cnt"
-assert_eq "$(json_int "$bt" '[.[0].funcs[] | select(.mechanism == "ftrace")] | length')" 20 \
-	"bpftool: mechanism ftrace per function"
+assert_eq "$(json_int "$bt" '[.[0].funcs[] | select(.probe == "ftrace")] | length')" 20 \
+	"bpftool: probe ftrace per function"
+assert_eq "$(json_int "$bt" '[.[0].funcs[] | select(has("mechanism"))] | length')" 0 \
+	"bpftool: no key mechanism"
 plain=$("$BPFTOOL" link show 2>&1)
 assert_match "$plain" "kprobe.multi  func_cnt 20" "bpftool plain: the link"
-assert_match "$plain" "mechanism" "bpftool plain: mechanism column"
+assert_match "$plain" "addr +cookie +probe +func \[module\]" "bpftool plain: probe column"
+[[ $plain != *mechanism* ]] || fail "bpftool plain: a mechanism column: $plain"
 [ "$(grep -c ' ftrace ' <<< "$plain")" -ge 20 ] || fail "bpftool plain: 20 ftrace rows: $plain"
 kill -INT $pid
 wait $pid
@@ -129,7 +133,9 @@ for i in 0 1; do
 	assert_eq "$(json_bool "$json" $p.multi)" true "attach --multi $i: multi"
 	assert_eq "$(json_str "$json" $p.mechanism)" ftrace "attach --multi $i: mechanism"
 	assert_eq "$(json_str "$json" $p.mechanism_source)" link_info "attach --multi $i: source"
-	assert_eq "$(jq -c $p.full_regs <<< "$json")" null "attach --multi $i: full_regs"
+	assert_eq "$(json_str "$json" "$p.probe")" ftrace "attach --multi $i: class"
+	assert_eq "$(json_int "$json" "$p.probe_flags")" 2 "attach --multi $i: probe_flags"
+	assert_eq "$(jq -c "$p | has(\"full_regs\")" <<< "$json")" false "attach --multi $i: no full_regs"
 	[ "$(json_str "$json" $p.addr)" != 0x0 ] || fail "attach --multi $i: no address"
 done
 assert_eq "$(json_str "$json" .probes[0].spec)" "$F" "attach --multi: first SPEC"
@@ -150,7 +156,10 @@ for i in 1 2; do
 		"attach --multi offsets: $(json_str "$json" .probes[$i].spec)"
 	assert_eq "$(json_str "$json" .probes[$i].mechanism_source)" link_info \
 		"attach --multi offsets $i: source"
+	# The class from the link info, callopt (not jmpopt) from debugfs.
+	assert_eq "$(json_str "$json" .probes[$i].probe)" optimized "attach --multi offsets $i: class"
 done
+assert_eq "$(json_str "$json" .probes[0].probe)" ftrace "attach --multi offsets: entry class"
 assert_eq "$(json_int "$json" .probes[0].hits)" 100 "attach --multi offsets: entry hits"
 assert_eq "$(json_int "$json" .probes[1].hits)" 100 "attach --multi offsets: $F+$GETPGID_SINGLE hits"
 assert_num "$(json_int "$json" .probes[2].hits)" '>=' 100 "attach --multi offsets: pid_vnr hits"

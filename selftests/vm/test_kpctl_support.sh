@@ -4,7 +4,9 @@
 # missing file), no kprobe PMU (/sys/bus/event_source/devices hidden), no
 # kprobes at all (register_kprobe also gone from /proc/kallsyms), no debugfs.
 # Each gets a clear message and exit 3 (kpctl cannot run here), with -j as
-# {"schema":1,"error":...} on stdout, and leaves nothing behind.
+# {"schema":2,"error":...} on stdout, and leaves nothing behind. Without
+# debugfs kpctl still has the class the kernel reports (probe), names the
+# mechanism of an ftrace probe, and says what it cannot tell (null).
 . "$(dirname "$0")/../lib.sh"
 . "$SITES"
 F=$GETPGID_FUNC
@@ -62,24 +64,52 @@ SETUP='mount -t tmpfs none /sys/bus/event_source/devices &&
 	mount --bind /tmp/kallsyms.nokprobes /proc/kallsyms'
 check_refused "the kernel has no kprobes \(CONFIG_KPROBES" "no kprobes"
 
-# No debugfs: the mechanism comes from the link info when the kernel reports
-# it; from nowhere otherwise, which kpctl says (and it still works).
+# No debugfs: the class comes from the link info when the kernel reports it
+# (ours), which names the mechanism of an ftrace probe; nothing tells it
+# otherwise (stock), which kpctl says (and it still works). Which branch runs
+# is pinned by the kernel booted.
 SETUP='umount -l /sys/kernel/debug'
 json=$(in_ns "$KPCTL" -j attach --trigger 5 "$F" 2>/tmp/nodebugfs.err) ||
 	fail "attach without debugfs: $json $(cat /tmp/nodebugfs.err)"
 assert_kpctl_json "$json" 0 "attach -j without debugfs"
 note "$json"
-if [ "$(jq -r '.probes[0].link_info.mechanism' <<< "$json")" != 0 ]; then
-	assert_eq "$(jq -r '.probes[0].mechanism_source' <<< "$json")" link_info "source"
-	assert_eq "$(jq -r '.probes[0].mechanism' <<< "$json")" ftrace "mechanism"
+assert_eq "$(json_int "$json" '.probes[0].hits')" 5 "hits without debugfs"
+if stock_kernel; then
+	assert_eq "$(jq -c '.probes[0] | [.mechanism, .probe, .probe_flags, .mechanism_source]' <<< "$json")" \
+		'[null,null,0,"none"]' "mechanism, class, flags and source on stock without debugfs"
+	assert_match "$(cat /tmp/nodebugfs.err)" "cannot tell the mechanism of '$F': the kernel does not report its class in the link info, and .*kprobes/list is not readable" \
+		"message without debugfs on stock"
+else
+	assert_eq "$(jq -c '.probes[0] | [.mechanism, .probe, .probe_flags, .mechanism_source]' <<< "$json")" \
+		'["ftrace","ftrace",2,"link_info"]' "mechanism, class, flags and source without debugfs"
+	! grep -q 'cannot tell' /tmp/nodebugfs.err ||
+		fail "a warning for an ftrace probe without debugfs: $(cat /tmp/nodebugfs.err)"
+	# A mid-function probe: its class (trap while queued, then optimized)
+	# does not name the mechanism, which only debugfs tells: null, said once.
+	json=$(in_ns "$KPCTL" -j attach --trigger 5 "$F+$GETPGID_SINGLE" 2>/tmp/nodebugfs.err) ||
+		fail "attach mid-function without debugfs: $json $(cat /tmp/nodebugfs.err)"
+	assert_kpctl_json "$json" 0 "attach -j mid-function without debugfs"
+	note "$json"
+	assert_eq "$(jq -c '.probes[0] | [.mechanism, .mechanism_at_attach, .mechanism_source]' <<< "$json")" \
+		'[null,null,"link_info"]' "mechanism mid-function without debugfs"
+	assert_match "$(json_str "$json" '.probes[0].probe')" '^(trap|optimized)$' "class mid-function without debugfs"
+	assert_match "$(json_int "$json" '.probes[0].probe_flags')" '^(1|4)$' "probe_flags mid-function without debugfs"
+	assert_eq "$(json_int "$json" '.probes[0].hits')" 5 "hits mid-function without debugfs"
+	assert_match "$(cat /tmp/nodebugfs.err)" "cannot tell the mechanism of '$F\+$GETPGID_SINGLE': the kernel reports its class, (trap|optimized), and only .*kprobes/list tells (int3 from pending|callopt from jmpopt), which is not readable" \
+		"message mid-function without debugfs"
+	assert_eq "$(grep -c 'cannot tell' /tmp/nodebugfs.err)" 1 "the message, once"
 fi
+assert_no_kprobes
 json=$(KPCTL_MECH_SOURCE=debugfs in_ns "$KPCTL" -j attach --trigger 5 "$F" \
 	2>/tmp/nodebugfs.err) || fail "attach without debugfs, forced: $json"
 assert_kpctl_json "$json" 0 "attach -j without debugfs, forced"
-assert_eq "$(jq -r '.probes[0].mechanism' <<< "$json")" unknown "mechanism, no source"
-assert_eq "$(jq -r '.probes[0].mechanism_source' <<< "$json")" none "source, none"
-assert_eq "$(jq -r '.probes[0].full_regs' <<< "$json")" null "full_regs, no source"
-assert_eq "$(jq -r '.probes[0].hits' <<< "$json")" 5 "hits without debugfs"
-assert_match "$(cat /tmp/nodebugfs.err)" "cannot tell the mechanism: .*kprobes/list is not readable" \
+note "$json"
+assert_eq "$(jq -c '.probes[0] | [.mechanism, .probe, .mechanism_source]' <<< "$json")" \
+	'[null,null,"none"]' "mechanism, class and source, no source"
+# probe_flags stays the kernel's word, which the forced source ignores.
+assert_eq "$(json_int "$json" '.probes[0].probe_flags')" "$(stock_kernel && echo 0 || echo 2)" \
+	"probe_flags, forced source"
+assert_eq "$(json_int "$json" '.probes[0].hits')" 5 "hits without debugfs"
+assert_match "$(cat /tmp/nodebugfs.err)" "cannot tell the mechanism of '$F': .*kprobes/list is not readable" \
 	"message without debugfs"
 assert_no_kprobes
