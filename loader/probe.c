@@ -108,13 +108,15 @@ void probe_mechanisms(struct probe *probes, int n)
 		struct probe *p = &probes[i];
 		__u32 cls = use_link_info ? p->probe_flags : 0;
 		const struct kpx_kprobe *e = NULL;
-		const char *src;
+		const char *name, *src;
 
 		if (list_read && p->addr)
 			e = kpx_kprobes_find(&list, p->addr, p->retprobe);
 		if (e)
 			snprintf(p->flags, sizeof(p->flags), "%s", e->flags);
-		set_mech(p, kpx_mech_resolve(cls, e, list_read, &src), src);
+		/* Two statements: an argument may be read before another is evaluated. */
+		name = kpx_mech_resolve(cls, e, list_read, &src);
+		set_mech(p, name, src);
 		/* Unknown for want of the list (not for a class no bit names). */
 		if (p->mechanism[0] || !list_err || !p->addr || (cls && !class_needs_list(cls)) ||
 		    warned)
