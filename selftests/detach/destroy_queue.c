@@ -6,7 +6,7 @@
  *   kpx-destroy-queue [-j] [-n EVENTS] [-f FUNC] [--hold-ms MS]
  *
  * Closing a perf kprobe event leaves the disarm, the grace period and the
- * free to a worker (0011, "tracing/kprobes, bpf: Detach BPF kprobe links
+ * free to a worker (0012, "tracing/kprobes, bpf: Detach BPF kprobe links
  * without waiting for grace periods"), which holds a bounded number of
  * events: a close that finds the queue full destroys its event
  * synchronously, and so waits for grace periods, as stock's close does.
