@@ -31,22 +31,6 @@ enum kpx_mech kpx_mech_from_name(const char *name)
 	return KPX_MECH_UNKNOWN;
 }
 
-const char *kpx_probe_class_name(__u32 probe_flags)
-{
-	switch (probe_flags) {
-	case BPF_PERF_PROBE_TRAP:
-		return "trap";
-	case BPF_PERF_PROBE_FTRACE:
-		return "ftrace";
-	case BPF_PERF_PROBE_OPTIMIZED:
-		return "optimized";
-	case BPF_PERF_PROBE_DISARMED:
-		return "disarmed";
-	default:
-		return NULL;
-	}
-}
-
 /* debugfs's flags, most telling first; no flag: int3. */
 static const struct {
 	const char *flag;

@@ -79,12 +79,10 @@ enum kpx_mech kpx_mech_from_name(const char *name);
  * ...); no flag is int3. */
 const char *kpx_debugfs_mech_name(const char *flags);
 /*
- * The class of a probe: bpf_link_info's perf_event.flags, or an entry of
- * kprobe_multi.probe_flags (one BPF_PERF_PROBE_* bit): "trap", "ftrace",
- * "optimized", "disarmed"; NULL for 0 (the kernel does not report it) and
- * for any other value.
+ * The class of a probe (bpf_link_info's perf_event.flags, or an entry of
+ * kprobe_multi.probe_flags) is named by the series' libbpf:
+ * libbpf_perf_probe_class_str(), as bpftool names it.
  */
-const char *kpx_probe_class_name(__u32 probe_flags);
 
 /*
  * A kprobe_multi link's addresses, cookies and probe classes (bpf_link_info

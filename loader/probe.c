@@ -125,7 +125,7 @@ void probe_mechanisms(struct probe *probes, int n)
 		if (cls == BPF_PERF_PROBE_TRAP || cls == BPF_PERF_PROBE_OPTIMIZED)
 			warnx("cannot tell the mechanism of '%s': the kernel reports its class, "
 			      "%s, and only %s tells %s, which is not readable (%s; debugfs not "
-			      "mounted, or no CONFIG_DEBUG_FS?)", p->spec, kpx_probe_class_name(cls),
+			      "mounted, or no CONFIG_DEBUG_FS?)", p->spec, libbpf_perf_probe_class_str(cls),
 			      KPX_KPROBES_LIST, cls == BPF_PERF_PROBE_TRAP ? "int3 from pending" :
 			      "callopt from jmpopt", strerror(-list_err));
 		else
@@ -185,12 +185,12 @@ const char *probe_class(const struct probe *p)
 	if (!p->mech_source)
 		return NULL;
 	if (!strcmp(p->mech_source, "link_info"))
-		return kpx_probe_class_name(p->probe_flags);
+		return libbpf_perf_probe_class_str(p->probe_flags);
 	if (strcmp(p->mech_source, "debugfs"))
 		return NULL;
 	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
 		if (!strcmp(p->mechanism, classes[i].mech))
-			return kpx_probe_class_name(classes[i].cls);
+			return libbpf_perf_probe_class_str(classes[i].cls);
 	return NULL;
 }
 

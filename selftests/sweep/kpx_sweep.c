@@ -421,7 +421,7 @@ static int link_info(struct site *s, int i, __u32 *probe_flags)
  * "class:trap", ..., "class:-" for 0 (not reported), "class:0x.." else. */
 static const char *class_mark(__u32 probe_flags, char *buf, size_t len)
 {
-	const char *name = kpx_probe_class_name(probe_flags);
+	const char *name = libbpf_perf_probe_class_str(probe_flags);
 
 	if (name)
 		snprintf(buf, len, "class:%s", name);
