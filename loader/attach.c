@@ -336,7 +336,7 @@ static int check_multi_specs(struct probe *probes, int n)
 
 /*
  * --multi, once the SPECs are checked: an offset needs a kprobe_multi
- * that takes offsets (the series' 0029: link_create.kprobe_multi.offsets,
+ * that takes offsets (the series' 0030: link_create.kprobe_multi.offsets,
  * with the flag BPF_F_KPROBE_MULTI_OFFSETS, which other kernels refuse
  * with EINVAL, as they refuse any flag they do not know). The kernel's
  * BTF tells, before anything is loaded. Then the names are what the
@@ -349,7 +349,7 @@ static int prepare_multi_specs(struct probe *probes, int n)
 							"link_create.kprobe_multi.offsets")) {
 			errx("attach --multi: '%s': this kernel's kprobe_multi takes no offsets "
 			     "(its BTF has no bpf_attr.link_create.kprobe_multi.offsets; the "
-			     "series' 0029 adds them): attach FUNC+OFF without --multi",
+			     "series' 0030 adds them): attach FUNC+OFF without --multi",
 			     probes[i].spec);
 			return -1;
 		}

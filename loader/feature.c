@@ -6,7 +6,7 @@
  * kprobes knobs (a sysctl, and the series' debugfs files), and the UAPI of
  * the kprobes series, read from the kernel's BTF: whether bpf_link_info
  * reports the class of a kprobe link's probe and of each kprobe_multi
- * address (0010, 0026) and whether kprobe_multi links take offsets (0029). Nothing is loaded or attached: it needs no root (but the
+ * address (0010, 0027) and whether kprobe_multi links take offsets (0030). Nothing is loaded or attached: it needs no root (but the
  * debugfs files are root's).
  */
 #include <errno.h>
@@ -101,9 +101,9 @@ static const struct bpf_feature {
 	{ "link_info_probe", "link info: a kprobe's probe class", "bpf_link_info",
 	  "perf_event.flags", "0010" },
 	{ "kprobe_multi_probe_flags", "link info: kprobe_multi classes", "bpf_link_info",
-	  "kprobe_multi.probe_flags", "0026" },
+	  "kprobe_multi.probe_flags", "0027" },
 	{ "kprobe_multi_offsets", "kprobe_multi links take offsets", "bpf_attr",
-	  "link_create.kprobe_multi.offsets", "0029" },
+	  "link_create.kprobe_multi.offsets", "0030" },
 };
 #define NBPF (sizeof(bpf_features) / sizeof(bpf_features[0]))
 
@@ -114,7 +114,7 @@ static const struct knob {
 } knobs[] = {
 	{ "kprobes-optimization", KPX_KNOB_OPTIMIZATION, NULL },
 	{ "kprobes/callopt", KPX_KNOB_CALLOPT, "0004" },
-	{ "kprobes/fast_detach", KPX_KNOB_FAST_DETACH, "0049" },
+	{ "kprobes/fast_detach", KPX_KNOB_FAST_DETACH, "0050" },
 };
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
 

@@ -330,7 +330,7 @@ t_feature_btf() {
 		# attach --multi with an offset: such a kernel refuses it (EINVAL for
 		# the unknown BPF_F_KPROBE_MULTI_OFFSETS); kpctl says so before loading.
 		assert_rc 1 "$KPCTL" --btf "$stock" attach --multi "$F" "$F+4"
-		assert_match "$out" "'$F\+4': this kernel's kprobe_multi takes no offsets .*0029" \
+		assert_match "$out" "'$F\+4': this kernel's kprobe_multi takes no offsets .*0030" \
 			"attach --multi with an offset on stock"
 		json=$(kpctl_j --btf "$stock" attach --multi "$F" "$F+4" 2> /dev/null); rc=$?
 		assert_eq $rc 1 "exit status of attach --multi with an offset on stock, -j"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tp_chunk_flush() (0034, and its fix "x86/alternatives: Call nothing
+# tp_chunk_flush() (0035, and its fix "x86/alternatives: Call nothing
 # traceable while a chunk has poking_mm loaded") writes a chunk of text
 # with poking_mm loaded: between its two switch_mm_irqs_off() calls nothing
 # that ftrace or a kprobe can hook may run. Read from build/vmlinux: every

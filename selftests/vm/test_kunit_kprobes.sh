@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Upstream's kprobes KUnit suite (CONFIG_KPROBES_SANITY_TEST), with the
-# series' callopt cases (patch 0022), passes on our kernel, with call
+# series' callopt cases (patch 0023), passes on our kernel, with call
 # optimization on (as it is by default).
 . "$(dirname "$0")/../lib.sh"
 ko=$KOBJ/lib/test_kprobes.ko
