@@ -234,6 +234,20 @@ CONFIG_TESTS_DIR = $(BUILD)/check-configs/tests-$(subst $(comma),-,$(CONFIG_TEST
 check-source:
 	@scripts/check/check-source
 
+# The series split by tree, in postable form (issue 34, item 10): one
+# directory per sub-series of kernel/split under build/series/, git
+# format-patch with a cover letter, To:/Cc: from get_maintainer.pl, and
+# checkpatch --strict counts (scripts/build/series). It fails while a
+# patch meant for posting is in no sub-series; PARTIAL=1 lists those and
+# goes on. series-build also builds each sub-series after each patch (the
+# VM config; a kernel build per patch).
+.PHONY: series series-build
+series: kernel-src
+	@scripts/build/series $(if $(PARTIAL),--partial)
+
+series-build: kernel-src
+	@scripts/build/series --build $(if $(PARTIAL),--partial) $(if $(SUBSERIES),--only $(SUBSERIES))
+
 # Debian packages of the series built from Debian's amd64 config, the
 # debian-amd64 row's kernel (scripts/build/deb): build/deb/*.deb, to
 # install on a real machine (docs/hardware.md). Builds all of Debian's
