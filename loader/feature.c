@@ -114,7 +114,7 @@ static const struct knob {
 } knobs[] = {
 	{ "kprobes-optimization", KPX_KNOB_OPTIMIZATION, NULL },
 	{ "kprobes/callopt", KPX_KNOB_CALLOPT, "0004" },
-	{ "kprobes/fast_detach", KPX_KNOB_FAST_DETACH, "0050" },
+	{ "kprobes/fast_detach", KPX_KNOB_FAST_DETACH, "0049" },
 };
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
 

@@ -6,7 +6,7 @@
 # splat, or corruption it detects. If it passes, the stress test proves
 # nothing. A crash counts only if it is the one the control causes: a trap
 # (int3 on the poison, or a fault, GPF or invalid opcode in a freed page)
-# whose RIP is in no symbol. Seen on 2026-12-07: without patch 0048, an
+# whose RIP is in no symbol. Seen on 2026-12-07: without patch 0047, an
 # int3 in the poisoned buffer ("Oops: int3", "RIP: 0010:0xffffffffc020907d",
 # Code all cc); with it, an instruction fetch at "RIP: 0010:0x64", a jump to
 # no code (most likely a return address left wrong by another probe's code

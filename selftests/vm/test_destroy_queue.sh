@@ -44,7 +44,7 @@ assert_eq "$(json_int "$json" .first_late)" "$n" "fast: the first close after th
 assert_num "$(json_num "$json" .first_late_ms)" '>=' $((HOLD_MS / 3)) \
 	"fast: ms the first close past the bound waited"
 # The closes after that one: once the worker has room again, they are
-# deferred too (0041 waits for a batch; its first version destroyed each
+# deferred too (0040 waits for a batch; its first version destroyed each
 # of them synchronously, at stock's cost).
 fast_rest=$(awk -v a="$(json_num "$json" .close_ms)" -v b="$(json_num "$json" .first_late_ms)" \
 	'BEGIN { printf "%.3f", a - b }')
