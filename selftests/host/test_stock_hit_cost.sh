@@ -2,14 +2,21 @@
 # Per-hit cost of a BPF kprobe, in instructions (QEMU -icount), against the
 # unpatched kernel (make kernel-stock) at the same sites, with the same
 # one-counter BPF program (build/kpx-bench hit, as in 'make bench'):
-# - at the function entry (ftrace): at most 0.7x stock kprobe-on-ftrace
-#   (0.58x with the first version, which dropped kprobe_ftrace_handler()'s
-#   ftrace_test_recursion_trylock(); that was wrong, docs/backend.md
-#   "Recursion", and the ~30 instructions are back);
+# - at the function entry (ftrace): at most 0.85x stock kprobe-on-ftrace;
 # - at the single- and multi-instruction mid-function sites, callopt: at
-#   most 0.6x the stock jump optprobe, and no more than the jump optprobe
-#   of our own kernel (kprobes/callopt off) at the same site;
+#   most 0.85x the stock jump optprobe, and at most 25 instructions more
+#   than the jump optprobe of our own kernel (kprobes/callopt off) at the
+#   same site;
 # - int3 stays the dearest.
+# The bounds were 0.7x, 0.6x and "no more than our jump optprobe" until
+# 2026-12-07, when review took out what bought them: the fake RCU read
+# side and the copy of the core's array run (issue 34, item 5: 308 against
+# 383 at the entry, was 265; 263 against 319 mid-function, was 203), and
+# callopt's unbalanced return (item 8: the way into the buffer now leaves
+# the site's return-stack entry for the exit, about 20 instructions more
+# than the jump optprobe under TCG, which cannot show what the balance
+# saves on hardware). docs/backend.md, "The BPF programs of a kprobe
+# event", has the figures.
 # One --icount boot per kernel; instruction counts repeat exactly there.
 . "$(dirname "$0")/../lib.sh"
 OURS=$BUILD/bzImage
@@ -69,18 +76,19 @@ printf '# %-16s %8s %8s (our jmp %s, int3 %s)\n' single-insn "${c[stock:jmp-sing
 printf '# %-16s %8s %8s (our jmp %s)\n' multi-insn "${c[stock:jmp-multi]}" \
 	"${c[ours:callopt-multi]}" "${c[ours:jmp-multi]}"
 
-at_most() { # VALUE LIMIT-TIMES-10 OF WHAT
-	[ $(( $1 * 10 )) -le $(( $2 * $3 )) ] ||
+at_most() { # VALUE LIMIT-IN-HUNDREDTHS OF WHAT
+	[ $(( $1 * 100 )) -le $(( $2 * $3 )) ] ||
 		fail "$4: $1 instructions per hit, more than 0.$2 x $3"
 	note "$4: $1 <= 0.$2 x $3 ($(awk -v a="$1" -v b="$3" 'BEGIN { printf "%.3f", a / b }')x)"
 }
-at_most "${c[ours:ftrace-entry]}" 7 "${c[stock:ftrace-entry]}" "entry, ours vs stock kprobe-on-ftrace"
-at_most "${c[ours:callopt-single]}" 6 "${c[stock:jmp-single]}" "single-insn site, callopt vs stock jmp optprobe"
-at_most "${c[ours:callopt-multi]}" 6 "${c[stock:jmp-multi]}" "multi-insn site, callopt vs stock jmp optprobe"
-[ "${c[ours:callopt-single]}" -le "${c[ours:jmp-single]}" ] ||
-	fail "callopt ${c[ours:callopt-single]} > jmp optprobe ${c[ours:jmp-single]} in our kernel (single-insn site)"
-[ "${c[ours:callopt-multi]}" -le "${c[ours:jmp-multi]}" ] ||
-	fail "callopt ${c[ours:callopt-multi]} > jmp optprobe ${c[ours:jmp-multi]} in our kernel (multi-insn site)"
+at_most "${c[ours:ftrace-entry]}" 85 "${c[stock:ftrace-entry]}" "entry, ours vs stock kprobe-on-ftrace"
+at_most "${c[ours:callopt-single]}" 85 "${c[stock:jmp-single]}" "single-insn site, callopt vs stock jmp optprobe"
+at_most "${c[ours:callopt-multi]}" 85 "${c[stock:jmp-multi]}" "multi-insn site, callopt vs stock jmp optprobe"
+for k in single multi; do
+	[ "${c[ours:callopt-$k]}" -le $(( ${c[ours:jmp-$k]} + 25 )) ] ||
+		fail "callopt ${c[ours:callopt-$k]} > jmp optprobe ${c[ours:jmp-$k]} + 25 in our kernel ($k-insn site)"
+	note "$k-insn site: callopt ${c[ours:callopt-$k]}, our jmp optprobe ${c[ours:jmp-$k]}"
+done
 [ "${c[ours:int3-single]}" -gt $(( 2 * ${c[ours:callopt-single]} )) ] ||
 	fail "int3 ${c[ours:int3-single]} is not well above callopt ${c[ours:callopt-single]}"
 echo "PASS: per-hit instructions, entry ${c[ours:ftrace-entry]} vs ${c[stock:ftrace-entry]}, mid ${c[ours:callopt-single]} vs ${c[stock:jmp-single]} (stock)"
